@@ -1,0 +1,21 @@
+"""devicebench: deep-learning training and inference on CPUs and GPUs, one job per grid cell."""
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/cells.smk"
+include: "rules/aggregate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        TABLES,
+        CHARTS,

@@ -1,0 +1,21 @@
+"""One job per grid cell: a fresh process that measures the cell and writes its record."""
+
+
+rule cell:
+    input:
+        data=cell_data,
+    output:
+        "results/cells/{cell}.json",
+    log:
+        "results/logs/cells/{cell}.log",
+    wildcard_constraints:
+        cell="task~.+",
+    conda:
+        "../envs/torch.yaml"
+    threads: cell_threads
+    resources:
+        bench=1,
+    params:
+        args=cell_args,
+    shell:
+        "python scripts/run_cell.py {params.args} --data {input.data} --out {output} > {log} 2>&1"

@@ -1,0 +1,15 @@
+"""Datasets: synthetic (default, offline) or the real files, verified by SHA-256."""
+
+
+rule prepare_data:
+    output:
+        "results/data/{dataset}/{source}/manifest.json",
+    log:
+        "results/logs/data/{dataset}-{source}.log",
+    conda:
+        "../envs/torch.yaml"
+    params:
+        args=lambda wc: data_args(wc.dataset, wc.source),
+    shell:
+        "python scripts/prepare_data.py --dataset {wildcards.dataset} "
+        "--source {wildcards.source} --out $(dirname {output}) {params.args} > {log} 2>&1"

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Run one cell of the grid and write its JSON record.
+
+Snakemake calls this once per cell; it also runs by hand, for example:
+
+    python scripts/run_cell.py --task mnist_mlp --framework torch --device cpu --threads 2 \\
+        --batch-size 128 --mode train --out cell.json
+
+Without --data, synthetic data for the task's dataset is prepared under results/data first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+try:
+    import devicebench  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(REPO / "src"))
+
+from devicebench.cell import run_cell  # noqa: E402
+from devicebench.grid import AXES, make_cell  # noqa: E402
+from devicebench.tasks import TASKS, get_task  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    axes = parser.add_argument_group("cell axes")
+    axes.add_argument("--task", required=True, choices=sorted(TASKS))
+    axes.add_argument("--model", help="model of the task (default: the task's first model)")
+    axes.add_argument("--framework", default="torch")
+    axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
+    axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
+    axes.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    axes.add_argument("--batch-size", type=int, default=128)
+    axes.add_argument("--mode", default="train", choices=["train", "infer"])
+    axes.add_argument("--axis", action="append", default=[], metavar="NAME=VALUE",
+                      help="an extra axis of the grid (repeatable)")
+    run = parser.add_argument_group("run settings")
+    run.add_argument("--epochs", type=int, help="default: the task's original epochs")
+    run.add_argument("--steps-per-epoch", type=int, help="cap on optimizer steps per epoch")
+    run.add_argument("--learning-rate", type=float)
+    run.add_argument("--repetitions", type=int, default=3)
+    run.add_argument("--warmup-steps", type=int, default=3)
+    run.add_argument("--seed", type=int, default=1234)
+    run.add_argument("--timeout-s", type=float, default=3600.0)
+    run.add_argument("--noise-cov", type=float, default=0.1)
+    run.add_argument("--dataset", help="dataset name (default: the task's)")
+    run.add_argument("--config-hash", help=argparse.SUPPRESS)
+    parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1 or args.repetitions < 1:
+        parser.error("--batch-size and --repetitions must be at least 1")
+    return args
+
+
+def default_data(dataset: str, seed: int) -> Path:
+    """Prepare (once) the synthetic data a hand-run cell uses."""
+    from devicebench.data import prepare_dataset
+
+    manifest = REPO / "results" / "data" / dataset / "synthetic" / "manifest.json"
+    if not manifest.exists():
+        print(f"[devicebench] preparing synthetic {dataset} data in {manifest.parent}", flush=True)
+        prepare_dataset(dataset, "synthetic", manifest.parent, seed=seed)
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    spec = get_task(args.task)
+    threads = args.threads if args.threads == "all" else int(args.threads)
+    values = {
+        "task": args.task,
+        "model": args.model or spec.models[0],
+        "framework": args.framework,
+        "device": args.device,
+        "threads": threads,
+        "precision": args.precision,
+        "batch_size": args.batch_size,
+        "mode": args.mode,
+    }
+    extra = dict(item.split("=", 1) for item in args.axis)
+    settings = {
+        "dataset": args.dataset or spec.dataset,
+        "epochs": args.epochs or spec.epochs,
+        "steps_per_epoch": args.steps_per_epoch,
+        "learning_rate": args.learning_rate or spec.learning_rate,
+        "repetitions": args.repetitions,
+        "warmup_steps": args.warmup_steps,
+        "seed": args.seed,
+        "timeout_s": args.timeout_s,
+        "noise_cov": args.noise_cov,
+    }
+    assert set(values) == set(AXES)
+    cell = make_cell(values, extra, settings)
+    data = args.data or default_data(settings["dataset"], args.seed)
+    run_cell(cell, data=data, out=args.out)
+    return 0  # a failed cell is a result too: its record says so, and the grid goes on
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Run one cell in a fresh worker process and write its record, whatever the outcome.
+
+The runner decides skips (a device this host lacks), sets thread variables before the worker
+imports any framework, enforces the cell's time limit by killing the worker, and writes the
+record atomically, so a crash of the worker leaves a record saying so and a kill of the runner
+leaves none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from devicebench import __version__, environment
+from devicebench.devices import has_device, resolve_threads
+from devicebench.grid import Cell
+from devicebench.record import new_record, read_record, write_atomic
+from devicebench.threads import thread_environment
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def code_version() -> str:
+    """The git commit of the code (with '+dirty' for uncommitted changes), else the version."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty=+dirty"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+        return f"{__version__}+{commit}"
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+
+
+def _data_section(manifest: Path) -> dict[str, Any]:
+    info = json.loads(manifest.read_text())
+    keys = ("dataset", "source", "synthetic", "train_samples", "test_samples")
+    return {key: info.get(key) for key in keys} | {"manifest": str(manifest)}
+
+
+def _worker_env(threads: int, device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(thread_environment(threads))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    if device == "cuda":
+        env.setdefault("CUDA_VISIBLE_DEVICES", "0")
+    return env
+
+
+def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """Run the worker; its result document, or a failure of our own making."""
+    with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
+        settings_path, result_path = Path(tmp, "settings.json"), Path(tmp, "result.json")
+        settings_path.write_text(json.dumps(settings))
+        command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
+        env = _worker_env(settings["threads_resolved"], settings["device"])
+        process = subprocess.Popen(command, env=env, start_new_session=True)
+        try:
+            returncode = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return {"status": "timeout", "message": f"killed after the {timeout_s:g} s time limit"}
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+        if result_path.exists():
+            return read_record(result_path)
+        if returncode < 0:
+            name = signal.Signals(-returncode).name
+            status = "oom" if name == "SIGKILL" else "error"
+            why = " (the kernel's out-of-memory killer sends SIGKILL)" if status == "oom" else ""
+            return {"status": status, "message": f"worker killed by {name}{why}"}
+        return {"status": "error", "message": f"worker exited {returncode} without a result"}
+
+
+def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
+    """Measure `cell` and write its record to `out`; returns the record."""
+    settings = cell.run_settings() | (extra or {})
+    threads = resolve_threads(settings["threads"])
+    settings |= {"threads_resolved": threads, "data": str(data)}
+    record = new_record(cell.cell_id, cell.values)
+    record["axes"]["threads"] = threads
+    record["axes"]["threads_requested"] = settings["threads"]
+    record["provenance"] = {
+        "seed": settings["seed"],
+        "config_hash": cell.config_hash(),
+        "code_version": code_version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "settings": settings,
+    }
+    record["data"] = _data_section(data)
+    device = settings["device"]
+    if not has_device(device):
+        record["status"] = "skipped"
+        record["message"] = f"no {device} device on host {os.uname().nodename}"
+        record["environment"] = environment.capture(threads)
+        print(f"[devicebench] skipped: {record['message']}", flush=True)
+    else:
+        print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
+        result = _run_worker(settings, float(settings["timeout_s"]))
+        record.update(result)
+        print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
+    write_atomic(out, record)
+    return record

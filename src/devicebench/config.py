@@ -1,0 +1,158 @@
+"""Load and check a study configuration before any job starts.
+
+The JSON schema (config/schema.yaml) checks structure and ranges; this module adds what a schema
+cannot say well: names that must exist in the registries, duplicates, devices this host lacks,
+thread counts above its cores, and exclusions that match nothing. Every message names the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from devicebench.devices import has_device, host_cores
+from devicebench.frameworks import FRAMEWORKS
+from devicebench.tasks import TASKS
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the key and value that cause it."""
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
+    """The study's JSON schema."""
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def check_config(config: dict[str, Any], *, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate `config` and return a copy with defaults filled in; raise ConfigError otherwise."""
+    schema = schema or load_schema()
+    _check_schema(config, schema)
+    study = copy.deepcopy(config)
+    for key, spec in schema["properties"].items():
+        if "default" in spec:
+            study.setdefault(key, copy.deepcopy(spec["default"]))
+    study["devices"] = _normalise_devices(study["devices"])
+    _check_names(study)
+    _check_duplicates(study)
+    _check_devices(study)
+    return study
+
+
+def _key(path: Any) -> str:
+    """A JSON path as the dotted key a user would look for in the YAML."""
+    parts = []
+    for part in path:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(("." if parts else "") + str(part))
+    return "".join(parts) or "(top level)"
+
+
+def _check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return
+    # best_match stops at a oneOf whose branches fail differently: take the deepest branch error
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    key = _key(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        raise ConfigError(
+            f"config key {key}: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(allowed)}"
+        )
+    raise ConfigError(f"config key {key}: {error.instance!r} is invalid: {error.message}")
+
+
+def _normalise_devices(devices: Any) -> dict[str, Any]:
+    """`devices: auto` means every core count 'all' on the CPU, and accelerators where present."""
+    if devices == "auto":
+        return {"cpu": {"threads": ["all"]}, "cuda": "auto", "mps": "auto", "auto": True}
+    devices = dict(devices)
+    devices.setdefault("accelerator_threads", "all")
+    return devices
+
+
+def _check_names(study: dict[str, Any]) -> None:
+    for index, framework in enumerate(study["frameworks"]):
+        if framework not in FRAMEWORKS:
+            raise ConfigError(
+                f"config key frameworks[{index}]: unknown framework {framework!r}; "
+                f"known: {', '.join(FRAMEWORKS)}"
+            )
+    for task, settings in study["tasks"].items():
+        if task not in TASKS:
+            raise ConfigError(
+                f"config key tasks.{task}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}"
+            )
+        for index, model in enumerate(settings.get("models", TASKS[task].models)):
+            if model not in TASKS[task].models:
+                raise ConfigError(
+                    f"config key tasks.{task}.models[{index}]: unknown model {model!r} for task "
+                    f"{task}; known: {', '.join(TASKS[task].models)}"
+                )
+    known = sorted({spec.dataset for spec in TASKS.values()})
+    for name, settings in study.get("datasets", {}).items():
+        if name not in known:
+            raise ConfigError(
+                f"config key datasets.{name}: unknown dataset {name!r}; known: {', '.join(known)}"
+            )
+        if settings.get("source") == "path" and not settings.get("path"):
+            raise ConfigError(f"config key datasets.{name}.path: required when source is 'path'")
+
+
+def _check_duplicates(study: dict[str, Any]) -> None:
+    lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
+    lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
+    for task, settings in study["tasks"].items():
+        for key in ("models", "batch_sizes"):
+            lists[f"tasks.{task}.{key}"] = settings.get(key, [])
+    for key, values in lists.items():
+        repeated = [value for value, count in Counter(values).items() if count > 1]
+        if repeated:
+            raise ConfigError(f"config key {key}: duplicate value(s) {repeated}")
+
+
+def _check_devices(study: dict[str, Any]) -> None:
+    devices = study["devices"]
+    cores = host_cores()
+    for value in devices.get("cpu", {}).get("threads", []):
+        if value != "all" and value > cores:
+            warnings.warn(
+                f"config key devices.cpu.threads: {value} threads is more than the {cores} cores "
+                "of this host; that cell will oversubscribe its CPU",
+                stacklevel=2,
+            )
+    if not study["check_devices"]:
+        return
+    for name in ("cuda", "mps"):
+        if devices.get(name) is True and not has_device(name):
+            raise ConfigError(
+                f"config key devices.{name}: {name} is required (true) but this host has no "
+                f"{name} device; use 'auto' to record its cells as skipped, or set "
+                "check_devices: false when jobs run on other hosts (a cluster)"
+            )
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config file and check it."""
+    with open(path) as handle:
+        config = yaml.safe_load(handle)
+    if not isinstance(config, dict):
+        raise ConfigError(f"config file {path}: expected a mapping at the top level")
+    return check_config(config)
+

@@ -1,0 +1,82 @@
+"""What a cell ran on: library versions, CPU, GPU, driver, CUDA, host and scheduler job.
+
+Captured inside the cell's own process, so that the record describes the stack that produced
+its numbers rather than the one that launched the workflow.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from importlib import metadata
+from typing import Any
+
+import psutil
+
+LIBRARIES = ("torch", "numpy", "keras", "tensorflow", "tensorflow-cpu", "devicebench")
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name (from /proc/cpuinfo on Linux)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions of the libraries a cell may use."""
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def gpu_facts() -> dict[str, Any]:
+    """GPU name and driver from NVML, CUDA and cuDNN versions from torch, where present."""
+    facts: dict[str, Any] = {"gpu_name": None, "gpu_driver": None, "cuda": None, "cudnn": None}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        facts["gpu_name"] = torch.cuda.get_device_name(0)
+        facts["cuda"] = torch.version.cuda
+        facts["cudnn"] = torch.backends.cudnn.version()
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        facts["gpu_driver"] = pynvml.nvmlSystemGetDriverVersion()
+        if facts["gpu_name"] is None and pynvml.nvmlDeviceGetCount() > 0:
+            facts["gpu_name"] = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML means no NVIDIA GPU to describe
+        pass
+    return facts
+
+
+def capture(threads: int | None = None) -> dict[str, Any]:
+    """The environment section of a cell record."""
+    memory = psutil.virtual_memory()
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "libraries": library_versions(),
+        "cpu_model": cpu_model(),
+        "cpu_cores": psutil.cpu_count(logical=True),
+        "cpu_physical_cores": psutil.cpu_count(logical=False),
+        "threads": threads,
+        "memory_gb": round(memory.total / 2**30, 1),
+        "hostname": socket.gethostname(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    env.update(gpu_facts())
+    return env

@@ -1,0 +1,154 @@
+"""Expand a checked study config into its cells: the cross product of every axis, less exclusions.
+
+Each cell's id is the path of its record under results/cells and encodes every axis, so that
+Snakemake keys one job per cell and reruns exactly the cells whose values changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from devicebench.config import ConfigError
+from devicebench.devices import has_device
+from devicebench.tasks import TASKS
+
+AXES: tuple[str, ...] = (
+    "task",
+    "model",
+    "framework",
+    "device",
+    "threads",
+    "precision",
+    "batch_size",
+    "mode",
+)
+PATH_KEYS = {"batch_size": "batch"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid: its axes and the settings its run needs."""
+
+    axes: tuple[tuple[str, Any], ...]
+    settings: tuple[tuple[str, Any], ...]
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return dict(self.axes)
+
+    @property
+    def cell_id(self) -> str:
+        """Path of the record under results/cells, without the .json suffix."""
+        return "/".join(f"{PATH_KEYS.get(k, k)}~{v}" for k, v in self.axes)
+
+    def run_settings(self) -> dict[str, Any]:
+        """Axes and settings together: everything the cell runner is told."""
+        return {**dict(self.axes), **dict(self.settings)}
+
+    def config_hash(self) -> str:
+        """Hash of everything that defines this cell's run (recorded as provenance)."""
+        blob = json.dumps(self.run_settings(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def cli_args(self) -> str:
+        """The cell's values as run_cell.py flags (a shell-quoted string)."""
+        args: list[str] = []
+        for key, value in self.run_settings().items():
+            if value is None:
+                continue
+            flag = "--" + key.replace("_", "-")
+            if key not in KNOWN_FLAGS:
+                args += ["--axis", f"{key}={value}"]
+            else:
+                args += [flag, str(value)]
+        args += ["--config-hash", self.config_hash()]
+        return shlex.join(args)
+
+
+KNOWN_FLAGS = set(AXES) | {
+    "dataset",
+    "epochs",
+    "steps_per_epoch",
+    "learning_rate",
+    "repetitions",
+    "warmup_steps",
+    "seed",
+    "timeout_s",
+    "noise_cov",
+}
+
+
+def make_cell(values: dict[str, Any], extra: dict[str, Any], settings: dict[str, Any]) -> Cell:
+    """A cell from its core axes, any extra axes (placed before mode) and its run settings."""
+    ordered = [(key, values[key]) for key in AXES if key != "mode"]
+    ordered += sorted(extra.items()) + [("mode", values["mode"])]
+    return Cell(axes=tuple(ordered), settings=tuple(settings.items()))
+
+
+def device_entries(devices: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(device, threads) pairs of the grid: one per CPU thread count, one per accelerator."""
+    entries: list[tuple[str, Any]] = [
+        ("cpu", threads) for threads in devices.get("cpu", {}).get("threads", [])
+    ]
+    for name in ("cuda", "mps"):
+        wanted = devices.get(name, False)
+        if wanted is False:
+            continue
+        if devices.get("auto") and name == "mps" and not has_device("mps"):
+            continue
+        entries.append((name, devices.get("accelerator_threads", "all")))
+    return entries
+
+
+def expand_grid(study: dict[str, Any]) -> list[Cell]:
+    """All cells of a checked study, exclusions removed; raise if an exclusion matches nothing."""
+    cells = []
+    devices = device_entries(study["devices"])
+    for task, settings in study["tasks"].items():
+        spec = TASKS[task]
+        models = settings.get("models", list(spec.models))
+        batch_sizes = settings.get("batch_sizes", study["batch_sizes"])
+        run = {
+            "dataset": spec.dataset,
+            "epochs": settings.get("epochs", spec.epochs),
+            "steps_per_epoch": settings.get("steps_per_epoch"),
+            "learning_rate": settings.get("learning_rate", spec.learning_rate),
+            "repetitions": study["repetitions"],
+            "warmup_steps": study["warmup_steps"],
+            "seed": study["seed"],
+            "timeout_s": study["timeout_s"],
+            "noise_cov": study["noise_cov"],
+        }
+        for model, framework, (device, threads), precision, batch, mode in itertools.product(
+            models, study["frameworks"], devices, study["precisions"], batch_sizes, study["modes"]
+        ):
+            values = dict(zip(AXES, (task, model, framework, device, threads, precision, batch, mode)))
+            cells.append(make_cell(values, {}, run))
+    return _apply_exclusions(cells, study.get("exclude", []))
+
+
+def _apply_exclusions(cells: list[Cell], exclude: list[dict[str, Any]]) -> list[Cell]:
+    matched = [0] * len(exclude)
+    kept = []
+    for cell in cells:
+        values = cell.values
+        hit = False
+        for index, rule in enumerate(exclude):
+            if all(values.get(key) == value for key, value in rule.items()):
+                matched[index] += 1
+                hit = True
+        if not hit:
+            kept.append(cell)
+    for index, count in enumerate(matched):
+        if count == 0:
+            raise ConfigError(
+                f"config key exclude[{index}]: {exclude[index]} matches no cell of the grid"
+            )
+    if not kept:
+        raise ConfigError("config key exclude: the exclusions remove every cell of the grid")
+    return kept

@@ -1,0 +1,83 @@
+"""The cell record: one JSON document per grid cell, written atomically.
+
+A reader may find a record only complete or absent, never half-written: the record goes to a
+temporary file in the same folder first and is then renamed over the final path.
+
+Layout (every key always present; values may be null where they do not apply)::
+
+    schema_version   int
+    cell_id          "task~mnist_mlp/model~mlp/.../mode~train" (the path under results/cells)
+    axes             {task, model, framework, device, threads, precision, batch_size, mode, ...extra}
+    status           "ok" | "oom" | "timeout" | "error" | "skipped"
+    message          why, for anything but ok
+    data             {dataset, source, synthetic: bool, train_samples, test_samples}
+    timings          {first_call_s, warmup_s: [..], repetitions_s: [..], epoch_s: [[..], ..],
+                      latency_ms: {p50, p90, p99}, median_s, iqr_s, cov, noisy: bool,
+                      timed_start, timed_end (unix seconds)}
+    throughput       {samples_per_s, samples_per_repetition}
+    quality          {accuracy, f1_macro, f1_micro, loss}
+    memory           {peak_host_mb, peak_device_mb}
+    environment      {python, libraries: {..}, cpu_model, cpu_cores, threads, hostname,
+                      gpu_name, gpu_driver, cuda, cudnn, slurm_job_id}
+    provenance       {seed, config_hash, code_version, created}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "oom", "timeout", "error", "skipped")
+SECTIONS = ("data", "timings", "throughput", "quality", "memory", "environment", "provenance")
+
+
+def new_record(cell_id: str, axes: dict[str, Any]) -> dict[str, Any]:
+    """An empty record for a cell: the skeleton every status shares."""
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "cell_id": cell_id,
+        "axes": dict(axes),
+        "status": "error",
+        "message": "",
+    }
+    for section in SECTIONS:
+        record[section] = {}
+    return record
+
+
+def write_atomic(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
+    """Write `record` as JSON to `path` so that `path` is never seen half-written."""
+    if record.get("status") not in STATUSES:
+        raise ValueError(f"record status must be one of {STATUSES}, got {record.get('status')!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(record, handle, indent=2, sort_keys=False, default=_jsonable)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read one record back."""
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def _jsonable(value: Any) -> Any:
+    """Turn numpy scalars and paths into plain JSON values."""
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"cannot store {type(value).__name__} in a cell record")

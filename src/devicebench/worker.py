@@ -1,0 +1,70 @@
+"""The process that runs one cell's measurement: `python -m devicebench.worker SETTINGS RESULT`.
+
+It starts fresh, with thread variables already in its environment (set by the cell runner), so
+native libraries size their pools before this module imports any framework. It writes a result
+document whatever happens: ok, oom or error, with the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from devicebench import driver, environment
+from devicebench.record import write_atomic
+from devicebench.tasks import get_task
+
+
+def make_backend(settings: dict[str, Any], dataset: Any):
+    """The framework backend named by the cell."""
+    spec = get_task(settings["task"])
+    framework = settings["framework"]
+    if framework == "torch":
+        from devicebench.frameworks.torch_backend import TorchBackend
+        from devicebench.threads import apply_torch_threads
+
+        reported = apply_torch_threads(int(settings["threads_resolved"]))
+        return TorchBackend(spec, settings, dataset), {"torch_num_threads": reported}
+    raise ValueError(f"unknown framework {framework!r}")
+
+
+def measure(settings: dict[str, Any]) -> dict[str, Any]:
+    """Run the cell's mode and return the record sections it fills."""
+    from devicebench.data import load_dataset
+
+    dataset = load_dataset(
+        settings["data"],
+        train_samples=settings.get("train_samples"),
+        test_samples=settings.get("test_samples"),
+    )
+    backend, threads_reported = make_backend(settings, dataset)
+    run = driver.run_train if settings["mode"] == "train" else driver.run_infer
+    result = run(backend, settings, dataset)
+    result["environment"] = environment.capture(int(settings["threads_resolved"]))
+    result["environment"]["threads_reported"] = threads_reported
+    result["status"], result["message"] = "ok", ""
+    return result
+
+
+def main(argv: list[str]) -> int:
+    settings_path, result_path = argv
+    settings = json.loads(Path(settings_path).read_text())
+    try:
+        result = measure(settings)
+    except Exception as error:  # noqa: BLE001 - every failure becomes a record, the grid goes on
+        traceback.print_exc()
+        oom = isinstance(error, MemoryError) or "out of memory" in str(error).lower()
+        result = {
+            "status": "oom" if oom else "error",
+            "message": f"{type(error).__name__}: {error}",
+            "environment": environment.capture(int(settings["threads_resolved"])),
+        }
+    write_atomic(result_path, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

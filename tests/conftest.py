@@ -1,0 +1,43 @@
+"""Shared fixtures: the repository root and a valid config to vary."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY_CONFIG = {
+    "study": "tiny",
+    "seed": 7,
+    "repetitions": 3,
+    "warmup_steps": 1,
+    "timeout_s": 300,
+    "speedup_base": "cpu",
+    "devices": {"cpu": {"threads": [1]}, "cuda": "auto"},
+    "frameworks": ["torch"],
+    "precisions": ["fp32"],
+    "modes": ["train", "infer"],
+    "batch_sizes": [32],
+    "datasets": {"mnist": {"source": "synthetic", "train_samples": 256, "test_samples": 128}},
+    "tasks": {
+        "mnist_mlp": {"models": ["mlp"], "epochs": 1, "steps_per_epoch": 4},
+        "mnist_cnn": {"models": ["cnn"], "epochs": 1, "steps_per_epoch": 2},
+    },
+    "exclude": [],
+}
+
+
+@pytest.fixture
+def tiny_config() -> dict:
+    """A small valid config; each test may change a copy."""
+    return copy.deepcopy(TINY_CONFIG)
+
+
+def write_config(path: Path, config: dict) -> Path:
+    """Write a config as YAML and return its path."""
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
