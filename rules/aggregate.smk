@@ -27,5 +27,5 @@ rule charts:
     conda:
         "../envs/report.yaml"
     shell:
-        "python scripts/charts.py --cells {input.cells} --speedup {input.speedup} "
+        "python {SCRIPTS}/charts.py --cells {input.cells} --speedup {input.speedup} "
         "--out results/charts > {log} 2>&1"

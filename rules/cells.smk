@@ -18,4 +18,4 @@ rule cell:
     params:
         args=cell_args,
     shell:
-        "python scripts/run_cell.py {params.args} --data {input.data} --out {output} > {log} 2>&1"
+        "python {SCRIPTS}/run_cell.py {params.args} --data {input.data} --out {output} > {log} 2>&1"

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+SCRIPTS = Path(workflow.basedir) / "scripts"
 
 from devicebench.config import ConfigError, check_config
 from devicebench.devices import host_cores

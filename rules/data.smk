@@ -11,5 +11,5 @@ rule prepare_data:
     params:
         args=lambda wc: data_args(wc.dataset, wc.source),
     shell:
-        "python scripts/prepare_data.py --dataset {wildcards.dataset} "
+        "python {SCRIPTS}/prepare_data.py --dataset {wildcards.dataset} "
         "--source {wildcards.source} --out $(dirname {output}) {params.args} > {log} 2>&1"

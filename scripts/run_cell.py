@@ -37,8 +37,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     axes.add_argument("--batch-size", type=int, default=128)
     axes.add_argument("--mode", default="train", choices=["train", "infer"])
-    axes.add_argument("--axis", action="append", default=[], metavar="NAME=VALUE",
-                      help="an extra axis of the grid (repeatable)")
+    axes.add_argument(
+        "--axis",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra axis of the grid (repeatable)",
+    )
     run = parser.add_argument_group("run settings")
     run.add_argument("--epochs", type=int, help="default: the task's original epochs")
     run.add_argument("--steps-per-epoch", type=int, help="cap on optimizer steps per epoch")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REPO
 
 from devicebench import devices
 from devicebench.config import ConfigError, check_config, load_config
-from conftest import REPO
 
 
 def test_shipped_configs_are_valid():

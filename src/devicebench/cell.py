@@ -32,7 +32,10 @@ def code_version() -> str:
     try:
         commit = subprocess.run(
             ["git", "-C", str(REPO), "describe", "--always", "--dirty=+dirty"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
         return f"{__version__}+{commit}"
     except (OSError, subprocess.SubprocessError):

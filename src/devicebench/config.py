@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from devicebench.devices import has_device, host_cores
@@ -60,6 +59,8 @@ def _key(path: Any) -> str:
 
 
 def _check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
+    import jsonschema  # here, so that cells run where only the runner's needs are installed
+
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is None:
@@ -155,4 +156,3 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path}: expected a mapping at the top level")
     return check_config(config)
-

@@ -100,8 +100,18 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     samples = steps * batch * epochs
     predicted, loss = backend.evaluate()
     return _result(
-        backend, settings, timings, rep_times, samples, timed_start, timed_end, dataset,
-        predicted, loss, epoch_s=epoch_times, steps_per_epoch=steps,
+        backend,
+        settings,
+        timings,
+        rep_times,
+        samples,
+        timed_start,
+        timed_end,
+        dataset,
+        predicted,
+        loss,
+        epoch_s=epoch_times,
+        steps_per_epoch=steps,
     )
 
 
@@ -134,8 +144,16 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     predicted, loss = backend.evaluate()
     timings["latency_ms"] = latency_percentiles(latencies)
     return _result(
-        backend, settings, timings, rep_times, steps * batch, timed_start, timed_end,
-        dataset, predicted, loss,
+        backend,
+        settings,
+        timings,
+        rep_times,
+        steps * batch,
+        timed_start,
+        timed_end,
+        dataset,
+        predicted,
+        loss,
     )
 
 

@@ -127,7 +127,13 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
         for model, framework, (device, threads), precision, batch, mode in itertools.product(
             models, study["frameworks"], devices, study["precisions"], batch_sizes, study["modes"]
         ):
-            values = dict(zip(AXES, (task, model, framework, device, threads, precision, batch, mode)))
+            values = dict(
+                zip(
+                    AXES,
+                    (task, model, framework, device, threads, precision, batch, mode),
+                    strict=True,
+                )
+            )
             cells.append(make_cell(values, {}, run))
     return _apply_exclusions(cells, study.get("exclude", []))
 

@@ -1,4 +1,4 @@
-"""Quality metrics computed from predictions: accuracy and macro/micro F1 from one confusion matrix."""
+"""Quality metrics from predictions: accuracy and macro/micro F1 from one confusion matrix."""
 
 from __future__ import annotations
 

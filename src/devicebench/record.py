@@ -7,7 +7,7 @@ Layout (every key always present; values may be null where they do not apply)::
 
     schema_version   int
     cell_id          "task~mnist_mlp/model~mlp/.../mode~train" (the path under results/cells)
-    axes             {task, model, framework, device, threads, precision, batch_size, mode, ...extra}
+    axes             {task, model, framework, device, threads, precision, batch_size, mode, ...}
     status           "ok" | "oom" | "timeout" | "error" | "skipped"
     message          why, for anything but ok
     data             {dataset, source, synthetic: bool, train_samples, test_samples}

@@ -65,7 +65,9 @@ def build_model(task: str, model: str, seed: int) -> nn.Module:
     return net
 
 
-def make_optimizer(name: str, params, lr: float, options: dict[str, float]) -> torch.optim.Optimizer:
+def make_optimizer(
+    name: str, params, lr: float, options: dict[str, float]
+) -> torch.optim.Optimizer:
     """The task's optimizer with Keras' hyperparameter conventions."""
     if name == "rmsprop":
         return torch.optim.RMSprop(params, lr=lr, **options)

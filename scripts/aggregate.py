@@ -1,0 +1,96 @@
+"""Collect cell records into the study's tables.
+
+    python scripts/aggregate.py --records results/cells --tables results/tables --base cpu
+    python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
+
+Writes cells, timing, speedup and quality tables, each as CSV and Markdown.
+"""
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+if importlib.util.find_spec("devicebench") is None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
+from devicebench.aggregate.tables import quality_table, speedup_table, timing_table  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", type=Path, help="record files (or folders) to read")
+    parser.add_argument(
+        "--records",
+        type=Path,
+        action="append",
+        default=[],
+        help="folder searched recursively for *.json records (repeatable)",
+    )
+    parser.add_argument("--records-list", type=Path, help="file listing record paths, one per line")
+    parser.add_argument(
+        "--tables",
+        type=Path,
+        default=Path("results/tables"),
+        help="output folder for the tables (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--base",
+        default="cpu",
+        help="base device for speedups: a label like cpu:16t or cuda, or a "
+        "device name like cpu meaning its most-threaded cell (default: %(default)s)",
+    )
+    return parser.parse_args(argv)
+
+
+def record_paths(args: argparse.Namespace) -> list[Path]:
+    """Every record named on the command line, in a list file, or under a records folder."""
+    given = list(args.paths) + list(args.records)
+    if args.records_list:
+        lines = args.records_list.read_text().splitlines()
+        given += [Path(line.strip()) for line in lines if line.strip()]
+    found: set[Path] = set()
+    for path in given:
+        if path.is_dir():
+            found.update(p for p in path.rglob("*.json") if not p.name.startswith("."))
+        else:
+            found.add(path)
+    return sorted(found)
+
+
+def aggregate(paths: list[Path], tables_dir: Path, base: str) -> None:
+    """Write every table for the records in `paths`."""
+    cells = collect_records(paths)
+    tables = {
+        "cells": cells,
+        "timing": timing_table(cells),
+        "speedup": speedup_table(cells, base),
+        "quality": quality_table(cells),
+    }
+    for name, table in tables.items():
+        write_table(table, tables_dir / name)
+    not_ok = int((cells["status"] != "ok").sum())
+    print(f"{len(cells)} records ({not_ok} not ok) -> {tables_dir}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    aggregate(record_paths(args), args.tables, args.base)
+    return 0
+
+
+def from_snakemake(smk) -> None:
+    """Entry point under Snakemake's `script:` (a grid's paths can exceed a command line)."""
+    with open(smk.log[0], "w") as log:
+        sys.stderr = log
+        try:
+            aggregate([Path(p) for p in smk.input], Path(smk.output[0]).parent, smk.params.base)
+        finally:
+            sys.stderr = sys.__stderr__
+
+
+if "snakemake" in globals():
+    from_snakemake(snakemake)  # noqa: F821 - injected by Snakemake
+elif __name__ == "__main__":
+    sys.exit(main())

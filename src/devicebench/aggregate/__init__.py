@@ -1,0 +1,1 @@
+"""Aggregate stage: cell records into tidy tables, derived tables and charts."""

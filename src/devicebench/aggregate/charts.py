@@ -1,0 +1,263 @@
+"""Altair charts of the study, saved as offline HTML (inline JavaScript) and PNG.
+
+Failed cells are never drawn as values (a missing bar would read as zero); they are named in
+each chart's subtitle instead. Titles say "synthetic data" whenever a plotted row is synthetic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from devicebench.aggregate.collect import extra_axis_columns
+
+MAX_LISTED = 8
+_REMOTE_SCRIPT = re.compile(r"<script[^>]*\bsrc\s*=\s*[\"']?https?:", re.IGNORECASE)
+
+
+def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Median time per repetition against batch size, one panel per task and mode."""
+    plotted, subtitle = _split(cells, "median_s")
+    title = _title("Median time per repetition vs batch size", plotted)
+    if plotted.empty:
+        return _empty(title, subtitle)
+    plotted = plotted.assign(
+        panel=plotted["task"].astype(str) + " · " + plotted["mode"].astype(str),
+        series=_series(plotted),
+        iqr_lo=(plotted["median_s"] - plotted["iqr_s"].fillna(0) / 2).clip(lower=0),
+        iqr_hi=plotted["median_s"] + plotted["iqr_s"].fillna(0) / 2,
+    )
+    data = _data(plotted, ["panel", "series", "iqr_lo", "iqr_hi", "median_s", "iqr_s"])
+    x = _batch_axis(plotted)
+    y_title = "median s (bars: median ± IQR/2)"
+    color = alt.Color("device_label:N", title="device")
+    tooltip = _tooltip(plotted, ["median_s", "iqr_s", "samples_per_s"])
+    line = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(x=x, y=alt.Y("median_s:Q", title=y_title), color=color, detail="series:N")
+        .encode(tooltip=tooltip)
+    )
+    bars = (
+        alt.Chart()
+        .mark_errorbar(ticks=True)
+        .encode(x=x, y=alt.Y("iqr_lo:Q", title=y_title), y2="iqr_hi:Q")
+        .encode(color=color, detail="series:N")
+    )
+    chart = alt.layer(line, bars, data=data).properties(width=360, height=220)
+    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
+    """Speedup over the base device against batch size, one panel per task and mode."""
+    plotted, subtitle = _split(speedup, "speedup")
+    base = ", ".join(sorted({str(b) for b in speedup.get("base_label", []) if pd.notna(b)}))
+    title = _title(f"Speedup over {base or 'base'} vs batch size", plotted)
+    if plotted.empty:
+        return _empty(title, subtitle)
+    plotted = plotted.assign(
+        panel=plotted["task"].astype(str) + " · " + plotted["mode"].astype(str),
+        series=_series(plotted),
+    )
+    data = _data(plotted, ["panel", "series", "speedup", "median_s", "base_median_s"])
+    line = (
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=_batch_axis(plotted),
+            y=alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="speedup (×)"),
+            color=alt.Color("device_label:N", title="device"),
+            detail="series:N",
+            tooltip=_tooltip(plotted, ["speedup", "median_s", "base_median_s"]),
+        )
+    )
+    one = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(1))
+    chart = alt.layer(line, one, data=data).properties(width=360, height=220)
+    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def throughput_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Samples per second of every ok cell, devices side by side, one panel per task."""
+    plotted, subtitle = _split(cells, "samples_per_s")
+    title = _title("Throughput per cell (samples/s)", plotted)
+    return _bars(plotted, "samples_per_s", "samples/s", title, subtitle, unit_range=False)
+
+
+def accuracy_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Held-out accuracy of every training cell: it should agree across devices."""
+    train = cells[cells["mode"].eq("train")] if "mode" in cells else cells.iloc[0:0]
+    plotted, subtitle = _split(train, "accuracy")
+    title = _title("Held-out accuracy per training cell", plotted)
+    return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True)
+
+
+def write_charts(cells: pd.DataFrame, speedup: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Write the four charts as HTML and PNG into `out_dir`; return the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    charts = {
+        "time_vs_batch": time_vs_batch(cells),
+        "speedup_vs_batch": speedup_vs_batch(speedup),
+        "throughput_per_cell": throughput_per_cell(cells),
+        "accuracy_per_cell": accuracy_per_cell(cells),
+    }
+    written: list[Path] = []
+    for name, chart in charts.items():
+        written.extend(save_chart(chart, out_dir / name))
+    return written
+
+
+def save_chart(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
+    """Save `stem.html` with inline JavaScript (works offline) and `stem.png`."""
+    html = stem.with_name(stem.name + ".html")
+    png = stem.with_name(stem.name + ".png")
+    chart = chart.properties(padding={"left": 5, "top": 5, "right": 30, "bottom": 5})
+    chart.save(html, inline=True)
+    if _REMOTE_SCRIPT.search(html.read_text()):
+        raise RuntimeError(f"{html} loads a script from the network; it must be self-contained")
+    chart.save(png, scale_factor=1)
+    return [html, png]
+
+
+def _bars(
+    plotted: pd.DataFrame,
+    value: str,
+    axis_title: str,
+    title: str,
+    subtitle: list[str],
+    unit_range: bool,
+) -> alt.TopLevelMixin:
+    """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device.
+
+    Linear scales (a log bar has no zero to start from), independent per task panel.
+    """
+    if plotted.empty:
+        return _empty(title, subtitle)
+    plotted = plotted.assign(cell=_cell_label(plotted, with_task=False, with_device=False))
+    scale = alt.Scale(domain=[0, 1]) if unit_range else alt.Scale(zero=True)
+    chart = (
+        alt.Chart(_data(plotted, ["cell", value]))
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{value}:Q", scale=scale, title=axis_title),
+            y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
+            yOffset=alt.YOffset("device_label:N"),
+            color=alt.Color("device_label:N", title="device"),
+            tooltip=_tooltip(plotted, [value]),
+        )
+        .properties(width=420)
+        .facet(row=alt.Row("task:N", title=None))
+        .resolve_scale(y="independent", x="independent")
+    )
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def _batch_axis(df: pd.DataFrame) -> alt.X:
+    """Log batch-size axis ticked at the batch sizes actually run (log ticks overlap)."""
+    sizes = sorted({int(b) for b in pd.to_numeric(df["batch_size"], errors="coerce").dropna()})
+    axis = alt.Axis(values=sizes, format="d", labelOverlap=True)
+    return alt.X("batch_size:Q", scale=alt.Scale(type="log"), axis=axis, title="batch size")
+
+
+def _split(df: pd.DataFrame, value: str) -> tuple[pd.DataFrame, list[str]]:
+    """Rows to plot (ok with a value) and subtitle lines naming every row left out."""
+    if df.empty or "status" not in df:
+        return df.iloc[0:0], []
+    ok = df["status"].eq("ok").to_numpy()
+    has = pd.to_numeric(df[value], errors="coerce").notna().to_numpy() if value in df else ~ok
+    plotted = df[ok & has].copy()
+    failed = df[~ok]
+    lines: list[str] = []
+    if len(failed):
+        label = _cell_label(failed, with_task=True, with_device=True)
+        items = [f"{c} ({s})" for c, s in zip(label, failed["status"], strict=True)]
+        noun = "cell" if len(items) == 1 else "cells"
+        lines.append(f"{len(items)} {noun} not ok:")
+        lines += items[:MAX_LISTED]
+        if len(items) > MAX_LISTED:
+            lines.append(f"… and {len(items) - MAX_LISTED} more")
+    without = int((ok & ~has).sum())
+    if without:
+        why = " (base missing)" if value == "speedup" else ""
+        lines.append(f"{without} ok cell{'s' if without > 1 else ''} without {value}{why}")
+    return plotted, lines
+
+
+def _title(text: str, plotted: pd.DataFrame) -> str:
+    synthetic = plotted["synthetic"].map(_truthy).any() if "synthetic" in plotted else False
+    return f"{text} — synthetic data" if synthetic else text
+
+
+def _empty(title: str, subtitle: list[str]) -> alt.Chart:
+    """A placeholder chart that says there is nothing to plot, still naming the failures."""
+    return (
+        alt.Chart(alt.Data(values=[{"text": "no ok cells"}]))
+        .mark_text(fontSize=18)
+        .encode(text="text:N")
+        .properties(width=420, height=120, title=alt.Title(title, subtitle=subtitle))
+    )
+
+
+def _axis_cols(df: pd.DataFrame) -> list[str]:
+    base = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
+    return [c for c in base if c in df] + extra_axis_columns(df)
+
+
+def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Series:
+    """A readable cell name, e.g. "mnist_mlp/mlp/torch/cpu:2t/fp32/b128/train"."""
+    parts = []
+    for col in _axis_cols(df):
+        if col == "task" and not with_task:
+            continue
+        if col == "device_label" and not with_device:
+            continue
+        text = df[col].map(_text)
+        if col == "batch_size":
+            text = "b" + text
+        elif col in extra_axis_columns(df):  # an extra axis only labels the rows that have it
+            text = text.map(lambda v, c=col: "" if v == "-" else f"{c}={v}")
+        parts.append(text)
+    if not parts:
+        return pd.Series(["cell"] * len(df), index=df.index)
+    joined = pd.concat(parts, axis=1).agg(lambda r: "/".join(p for p in r if p), axis=1)
+    return joined.astype(str)
+
+
+def _series(df: pd.DataFrame) -> pd.Series:
+    """One line per model/framework/precision/extra-axes combination within a panel."""
+    cols = [c for c in ["model", "framework", "precision", *extra_axis_columns(df)] if c in df]
+    return df[cols].map(_text).agg("/".join, axis=1) if cols else pd.Series("", index=df.index)
+
+
+def _tooltip(df: pd.DataFrame, values: list[str]) -> list[alt.Tooltip]:
+    tips = [alt.Tooltip(f"{c}:N") for c in _axis_cols(df)]
+    return tips + [alt.Tooltip(f"{v}:Q", format=".4g") for v in values if v in df]
+
+
+def _data(df: pd.DataFrame, cols: list[str]) -> alt.Data:
+    """Inline values as plain JSON (no dtype surprises from nullable pandas columns)."""
+    keep = list(dict.fromkeys([*_axis_cols(df), *cols, "synthetic"]))
+    keep = [c for c in keep if c in df]
+    frame = df[keep].astype("object").where(df[keep].notna(), None)
+    return alt.Data(values=json.loads(frame.to_json(orient="records")))
+
+
+def _text(value: Any) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) if value is not None and not pd.isna(value) else False

@@ -1,0 +1,257 @@
+"""Collect cell records into one tidy table: one row per record, failures kept.
+
+Every later table and chart starts from this frame, so it is the one place that knows the
+record layout (see `devicebench.record`). Missing keys become NaN rather than errors: a failed
+cell writes a sparse record, and its row must still appear.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
+# Column groups, in the order cells.csv shows them (extra axes go after device_label).
+LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
+TAIL_COLUMNS = """
+    iqr_s cov noisy first_call_s n_repetitions p50_ms p90_ms p99_ms loss peak_host_mb
+    peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
+    slurm_job_id seed config_hash code_version timed_start timed_end cell_id
+""".split()
+# Useful context beyond the required columns; kept at the very end.
+CONTEXT_COLUMNS = """
+    train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
+""".split()
+# Columns the derived tables add; known so they are never mistaken for extra axes.
+DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
+KNOWN_COLUMNS = frozenset(
+    [*LEAD_COLUMNS, "device_label", *TAIL_COLUMNS, *CONTEXT_COLUMNS, *DERIVED_COLUMNS]
+)
+# Measured numbers are meaningless for a cell that did not finish, so they are blanked there.
+MEASURED_COLUMNS = tuple(
+    """
+    median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions
+    p50_ms p90_ms p99_ms loss
+    """.split()
+)
+INT_COLUMNS = tuple(
+    "threads batch_size n_repetitions seed train_samples test_samples cpu_cores".split()
+)
+FLOAT_COLUMNS = (
+    *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions")),
+    *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
+    *"base_median_s speedup accuracy_spread".split(),
+)
+BOOL_COLUMNS = ("noisy", "synthetic")
+STR_COLUMNS = tuple(
+    """
+    task model framework device precision mode status message device_label dataset source
+    cpu_model gpu_name torch_version hostname slurm_job_id config_hash code_version cell_id
+    base_label base_status note
+    """.split()
+)
+
+
+def device_label(device: Any, threads: Any) -> str:
+    """Name a device so CPU thread counts stay apart: "cpu:16t", but plain "cuda"."""
+    name = "" if _missing(device) else str(device)
+    if name == "cpu" and not _missing(threads):
+        return f"cpu:{int(threads)}t"
+    return name
+
+
+def extra_axis_columns(df: pd.DataFrame) -> list[str]:
+    """The config's extra axes (e.g. lstm_kernel): every column this module does not define."""
+    return [c for c in df.columns if c not in KNOWN_COLUMNS and not c.startswith("_")]
+
+
+def collect_records(paths: Iterable[Path]) -> pd.DataFrame:
+    """Read every record into one tidy frame; unreadable files become `error` rows."""
+    rows = [_row(Path(p)) for p in paths]
+    extras = sorted({k for row in rows for k in row if k not in KNOWN_COLUMNS})
+    columns = [*LEAD_COLUMNS, "device_label", *extras, *TAIL_COLUMNS, *CONTEXT_COLUMNS]
+    df = pd.DataFrame(rows, columns=columns)
+    df = _coerce(df)
+    if not df.empty:
+        df = df.sort_values([*AXES, *extras, "cell_id"], na_position="last", kind="stable")
+    return df.reset_index(drop=True)
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a cells/speedup CSV back with the dtypes `collect_records` gave it."""
+    header = pd.read_csv(path, nrows=0).columns
+    dtypes = {c: "str" for c in STR_COLUMNS if c in header}
+    df = pd.read_csv(path, dtype=dtypes)
+    return _coerce(df)
+
+
+def write_table(df: pd.DataFrame, stem: Path) -> list[Path]:
+    """Write `stem.csv` (exact values) and `stem.md` (readable, 4 significant digits)."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    csv_path = stem.with_name(stem.name + ".csv")
+    md_path = stem.with_name(stem.name + ".md")
+    df.to_csv(csv_path, index=False)
+    md_path.write_text(markdown_table(df))
+    return [csv_path, md_path]
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table; no tabulate dependency."""
+    header = [_md_escape(str(c)) for c in df.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in df.itertuples(index=False, name=None):
+        lines.append("| " + " | ".join(_md_escape(format_value(v)) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def format_value(value: Any) -> str:
+    """Floats to 4 significant digits, missing values empty, everything else as text."""
+    if _missing(value):
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        return str(int(value)) if value.is_integer() and abs(value) < 1e4 else f"{value:.4g}"
+    return str(value)
+
+
+def _row(path: Path) -> dict[str, Any]:
+    """Flatten one record into a row; a record that cannot be read is reported, not dropped."""
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, Mapping):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        record = {
+            "cell_id": str(path.with_suffix("")),
+            "axes": _axes_from_path(path),
+            "status": "error",
+            "message": f"unreadable record {path}: {exc}",
+        }
+    axes = _section(record, "axes")
+    timings = _section(record, "timings")
+    latency = timings.get("latency_ms") if isinstance(timings.get("latency_ms"), Mapping) else {}
+    data = _section(record, "data")
+    env = _section(record, "environment")
+    libraries = env.get("libraries") if isinstance(env.get("libraries"), Mapping) else {}
+    provenance = _section(record, "provenance")
+    repetitions = timings.get("repetitions_s")
+    row: dict[str, Any] = {axis: _get(axes, axis) for axis in AXES}
+    row.update({k: _get(axes, k) for k in axes if k not in AXES})
+    status = _get(record, "status")
+    row.update(
+        status=status,
+        message=_get(record, "message"),
+        median_s=_get(timings, "median_s"),
+        samples_per_s=_get(_section(record, "throughput"), "samples_per_s"),
+        device_label=device_label(row["device"], row["threads"]),
+        iqr_s=_get(timings, "iqr_s"),
+        cov=_get(timings, "cov"),
+        noisy=_get(timings, "noisy"),
+        first_call_s=_get(timings, "first_call_s"),
+        n_repetitions=len(repetitions) if isinstance(repetitions, list) else np.nan,
+        p50_ms=_get(latency, "p50"),
+        p90_ms=_get(latency, "p90"),
+        p99_ms=_get(latency, "p99"),
+        timed_start=_get(timings, "timed_start"),
+        timed_end=_get(timings, "timed_end"),
+        synthetic=_synthetic(data),
+        torch_version=_get(libraries, "torch"),
+        python=_get(env, "python"),
+        cell_id=_get(record, "cell_id"),
+        record_path=str(path),
+    )
+    for key in ("accuracy", "f1_macro", "f1_micro", "loss"):
+        row[key] = _get(_section(record, "quality"), key)
+    for key in ("peak_host_mb", "peak_device_mb"):
+        row[key] = _get(_section(record, "memory"), key)
+    for key in ("dataset", "source", "train_samples", "test_samples"):
+        row[key] = _get(data, key)
+    for key in ("cpu_model", "gpu_name", "hostname", "slurm_job_id", "cpu_cores"):
+        row[key] = _get(env, key)
+    for key in ("gpu_driver", "cuda", "cudnn"):
+        row[key] = _get(env, key)
+    for key in ("seed", "config_hash", "code_version", "created"):
+        row[key] = _get(provenance, key)
+    if status != "ok":
+        row.update({key: np.nan for key in MEASURED_COLUMNS})
+    return row
+
+
+def _coerce(df: pd.DataFrame) -> pd.DataFrame:
+    """Give columns stable dtypes: nullable ints, nullable bools, floats for measurements."""
+    df = df.copy()
+    for col in df.columns:
+        if col in INT_COLUMNS:
+            df[col] = pd.to_numeric(df[col], errors="coerce").round().astype("Int64")
+        elif col in BOOL_COLUMNS:
+            df[col] = df[col].map(_to_bool).astype("boolean")
+        elif col in STR_COLUMNS:
+            df[col] = df[col].map(lambda v: np.nan if _missing(v) else str(v)).astype("str")
+        elif col in FLOAT_COLUMNS:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
+
+
+def _synthetic(data: Mapping[str, Any]) -> bool:
+    """Synthetic if the record says so, or if its data source is the synthetic generator."""
+    flag = _to_bool(data.get("synthetic"))
+    if not _missing(flag):
+        return bool(flag)
+    return str(data.get("source", "")).lower() == "synthetic"
+
+
+def _to_bool(value: Any) -> Any:
+    if _missing(value):
+        return np.nan
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no", ""):
+            return False
+        return np.nan
+    return bool(value)
+
+
+def _axes_from_path(path: Path) -> dict[str, Any]:
+    """Recover axes from a path like task~x/.../mode~train.json when the record is unreadable."""
+    axes: dict[str, Any] = {}
+    for part in path.with_suffix("").parts:
+        if "~" in part:
+            key, _, value = part.partition("~")
+            axes[key] = int(value) if value.isdigit() else value
+    return axes
+
+
+def _section(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = record.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _get(mapping: Mapping[str, Any], key: str) -> Any:
+    value = mapping.get(key)
+    return np.nan if value is None else value
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    try:
+        return isinstance(value, float | np.floating) and math.isnan(value)
+    except TypeError:
+        return False
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

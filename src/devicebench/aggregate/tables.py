@@ -1,0 +1,139 @@
+"""Derived tables from the tidy cells frame: timing, speedup against a base device, quality.
+
+Each keeps failed cells as rows (with their status) so a reader sees what is missing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from devicebench.aggregate.collect import extra_axis_columns
+
+LATENCY_MODES = ("infer", "serve")
+
+
+def timing_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Speed per cell: median, spread, noise flag, throughput, and latency for inference."""
+    keys = [
+        "task",
+        "model",
+        "framework",
+        "device_label",
+        "precision",
+        "mode",
+        "batch_size",
+        *extra_axis_columns(df),
+    ]
+    values = ["status", "median_s", "iqr_s", "cov", "noisy", "samples_per_s", "p50_ms", "p99_ms"]
+    out = _select(df, [*keys, *values, "synthetic", "message"])
+    not_latency = ~out["mode"].isin(LATENCY_MODES)
+    out.loc[not_latency, ["p50_ms", "p99_ms"]] = np.nan
+    return _sorted(out, keys)
+
+
+def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
+    """Speedup of every cell over the base device's cell with the same other axes.
+
+    `base` is a device label ("cpu:16t", "cuda") or a plain device name ("cpu"); a plain name
+    picks, per comparison group, the row of that device with the most threads, so the baseline
+    is the strongest configuration of that device rather than an arbitrary one. The base is
+    chosen whatever its status: if it failed, the group gets NaN and a `base_missing` note
+    instead of silently falling back to a weaker base.
+    """
+    keys = [
+        "task",
+        "model",
+        "framework",
+        "precision",
+        "batch_size",
+        "mode",
+        *extra_axis_columns(df),
+    ]
+    cols = [*keys, "device", "threads", "device_label", "status", "median_s", "synthetic"]
+    work = _select(df, cols)
+    work["_group"] = _group_key(work, keys)
+    bases = _resolve_base(work, base)
+    merged = work.merge(bases, on="_group", how="left")
+    ok = merged["status"].eq("ok") & (merged["median_s"] > 0)
+    base_ok = merged["base_status"].eq("ok") & (merged["base_median_s"] > 0)
+    merged["speedup"] = np.where(ok & base_ok, merged["base_median_s"] / merged["median_s"], np.nan)
+    merged["note"] = np.where(
+        ~merged["status"].eq("ok"),
+        "not_ok",
+        np.where(base_ok, "", "base_missing"),
+    )
+    out_cols = [
+        *keys,
+        "device_label",
+        "status",
+        "median_s",
+        "base_label",
+        "base_status",
+        "base_median_s",
+        "speedup",
+        "note",
+        "synthetic",
+    ]
+    order = [*keys[:4], "mode", "batch_size", *keys[6:], "device_label"]
+    return _sorted(merged[out_cols], order)
+
+
+def quality_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Held-out quality of training cells, with the accuracy spread across devices.
+
+    Accuracy must agree across hardware; `accuracy_spread` (max - min over the ok cells that
+    differ only in device) makes a disagreement visible at a glance.
+    """
+    extras = extra_axis_columns(df)
+    group = ["task", "model", "framework", "precision", "batch_size", *extras]
+    keys = [*group[:4], "device_label", "batch_size", *extras]
+    values = ["status", "accuracy", "f1_macro", "f1_micro", "loss", "synthetic", "dataset"]
+    out = _select(df, ["mode", *keys, *values])
+    out = out[out["mode"].eq("train")].drop(columns="mode")
+    if out.empty:
+        out["accuracy_spread"] = pd.Series(dtype="float64")
+        return out.reset_index(drop=True)
+    gkey = _group_key(out, group)
+    acc = out["accuracy"].where(out["status"].eq("ok"))
+    spread = acc.groupby(gkey).transform("max") - acc.groupby(gkey).transform("min")
+    out["accuracy_spread"] = spread.where(out["status"].eq("ok"))
+    return _sorted(out, keys)
+
+
+def _resolve_base(work: pd.DataFrame, base: str) -> pd.DataFrame:
+    """One base row per comparison group: the exact device label, else the most-threaded device."""
+    cand = work[(work["device_label"] == base) | (work["device"] == base)].copy()
+    threads = cand["threads"].astype("float64").fillna(-1.0)
+    cand["_rank"] = threads.where(cand["device_label"] != base, np.inf)
+    chosen = cand.sort_values("_rank", ascending=False, kind="stable").drop_duplicates("_group")
+    return pd.DataFrame(
+        {
+            "_group": chosen["_group"].to_numpy(),
+            "base_label": chosen["device_label"].to_numpy(),
+            "base_status": chosen["status"].to_numpy(),
+            "base_median_s": chosen["median_s"].astype("float64").to_numpy(),
+        }
+    )
+
+
+def _group_key(df: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """A hashable key per row that treats NaN as a value (groupby would drop it)."""
+    if df.empty:
+        return pd.Series([], dtype="str", index=df.index)
+    parts = [df[k].astype("object").map(lambda v: "<NA>" if pd.isna(v) else repr(v)) for k in keys]
+    return pd.concat(parts, axis=1).agg("\x1f".join, axis=1)
+
+
+def _select(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Columns in order, creating any missing one as NaN (a CSV may lack optional columns)."""
+    out = pd.DataFrame(index=df.index)
+    for col in cols:
+        out[col] = df[col] if col in df.columns else np.nan
+    return out
+
+
+def _sorted(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    if df.empty:
+        return df.reset_index(drop=True)
+    return df.sort_values(keys, na_position="last", kind="stable").reset_index(drop=True)

@@ -1,0 +1,293 @@
+"""Datasets: prepare them once (synthetic, downloaded or copied), then load them verified.
+
+``prepare_dataset`` writes a dataset's files plus a ``manifest.json`` that pins each file's
+SHA-256; ``load_dataset`` checks every pinned file before parsing any, so a run never measures
+or scores a corrupt or half-written file. Synthetic files use the real on-disk format, so one
+parser serves both sources and the real-format parser is exercised even offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import synthetic
+from .download import (
+    DataIntegrityError,
+    DownloadError,
+    copy_verified,
+    fetch_verified,
+    sha256_file,
+    verify_file,
+)
+from .idx import IdxFormatError, read_images, read_labels, write_idx
+
+__all__ = [
+    "DATASETS",
+    "SOURCES",
+    "DataIntegrityError",
+    "Dataset",
+    "DatasetSpec",
+    "DownloadError",
+    "FileSpec",
+    "IdxFormatError",
+    "MANIFEST",
+    "load_dataset",
+    "prepare_dataset",
+    "sha256_file",
+    "verify_manifest",
+]
+
+SOURCES = ("synthetic", "download", "path")
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of a real dataset: its role, its published name, size and SHA-256."""
+
+    role: str  # train_images, train_labels, test_images, test_labels
+    name: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What the registry knows about one dataset."""
+
+    name: str
+    base_url: str
+    files: tuple[FileSpec, ...]
+    image_shape: tuple[int, ...]
+    num_classes: int
+    train_size: int
+    test_size: int
+
+    def file(self, role: str) -> FileSpec:
+        return next(f for f in self.files if f.role == role)
+
+
+# MNIST (LeCun, Cortes and Burges), the gzip'd IDX files as distributed. Sizes and SHA-256s as
+# published in tensorflow/haskell (tensorflow-mnist-input-data/Setup.hs) and
+# ankane/torchvision-ruby (lib/torchvision/datasets/mnist.rb, which fetches from the same
+# ossci-datasets mirror as torchvision); several other public projects list the same four sums.
+MNIST = DatasetSpec(
+    name="mnist",
+    base_url="https://ossci-datasets.s3.amazonaws.com/mnist/",
+    files=(
+        FileSpec(
+            "train_images",
+            "train-images-idx3-ubyte.gz",
+            "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+            9_912_422,
+        ),
+        FileSpec(
+            "train_labels",
+            "train-labels-idx1-ubyte.gz",
+            "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+            28_881,
+        ),
+        FileSpec(
+            "test_images",
+            "t10k-images-idx3-ubyte.gz",
+            "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+            1_648_877,
+        ),
+        FileSpec(
+            "test_labels",
+            "t10k-labels-idx1-ubyte.gz",
+            "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+            4_542,
+        ),
+    ),
+    image_shape=(28, 28),
+    num_classes=10,
+    train_size=60_000,
+    test_size=10_000,
+)
+
+DATASETS: dict[str, DatasetSpec] = {MNIST.name: MNIST}
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset: uint8 images (N×H×W), int64 labels, and where it came from."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    name: str
+    source: str
+    synthetic: bool
+
+
+def _spec(name: str) -> DatasetSpec:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}") from None
+
+
+def _check_count(what: str, n: int | None, available: int) -> int:
+    if n is None:
+        return available
+    if not 0 < n <= available:
+        raise ValueError(f"{what}={n} must be between 1 and {available}, the number available")
+    return n
+
+
+def _write_synthetic(spec: DatasetSpec, out: Path, n_train: int, n_test: int, seed: int) -> None:
+    for split, n in (("train", n_train), ("test", n_test)):
+        images, labels = synthetic.make_split(seed, n, split)
+        write_idx(out / spec.file(f"{split}_images").name, images)
+        write_idx(out / spec.file(f"{split}_labels").name, labels)
+
+
+def _write_manifest(path: Path, manifest: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def prepare_dataset(
+    name: str,
+    source: str,
+    out_dir: str | Path,
+    *,
+    train_samples: int | None = None,
+    test_samples: int | None = None,
+    seed: int = 0,
+    path: str | Path | None = None,
+    expected_sha256: Mapping[str, str] | None = None,
+) -> Path:
+    """Produce ``name``'s files in ``out_dir`` and a manifest pinning them; return its path.
+
+    ``synthetic`` writes exactly ``train_samples``/``test_samples`` samples (default: the real
+    sizes) generated from ``seed``. ``download`` and ``path`` keep the real files whole, verified
+    against the registry's SHA-256 (``expected_sha256`` maps file name to a replacement sum, for
+    tests and private mirrors); their sample counts are recorded and applied when loading.
+    """
+    spec = _spec(name)
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; choose one of {SOURCES}")
+    n_train = _check_count("train_samples", train_samples, spec.train_size)
+    n_test = _check_count("test_samples", test_samples, spec.test_size)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST).unlink(missing_ok=True)  # a half-prepared folder must not look ready
+    sums = {f.name: f.sha256 for f in spec.files} | dict(expected_sha256 or {})
+
+    if source == "synthetic":
+        _write_synthetic(spec, out, n_train, n_test, seed)
+    elif source == "download":
+        for f in spec.files:
+            fetch_verified(spec.base_url + f.name, out / f.name, sums[f.name])
+    else:
+        if path is None:
+            raise ValueError("source 'path' needs path=<folder holding the original files>")
+        for f in spec.files:
+            copy_verified(Path(path) / f.name, out / f.name, sums[f.name])
+
+    manifest = {
+        "dataset": name,
+        "source": source,
+        "synthetic": source == "synthetic",
+        "train_samples": n_train,
+        "test_samples": n_test,
+        "seed": seed if source == "synthetic" else None,
+        "files": [
+            {
+                "name": f.name,
+                "role": f.role,
+                "sha256": sha256_file(out / f.name),
+                "size": (out / f.name).stat().st_size,
+            }
+            for f in spec.files
+        ],
+    }
+    manifest_path = out / MANIFEST
+    _write_manifest(manifest_path, manifest)
+    return manifest_path
+
+
+_MANIFEST_KEYS = ("dataset", "source", "synthetic", "train_samples", "test_samples", "files")
+
+
+def _read_manifest(path: Path) -> dict:
+    def invalid(why: str) -> DataIntegrityError:
+        return DataIntegrityError(
+            f"{path} is not a valid dataset manifest ({why}); delete its folder and prepare "
+            "the dataset again (scripts/prepare_data.py)"
+        )
+
+    try:
+        info = json.loads(path.read_text())
+    except ValueError as e:
+        raise invalid(f"not JSON: {e}") from e
+    if not isinstance(info, dict) or any(k not in info for k in _MANIFEST_KEYS):
+        raise invalid(f"it must be an object with keys {', '.join(_MANIFEST_KEYS)}")
+    for entry in info["files"]:
+        if not isinstance(entry, dict) or any(k not in entry for k in ("name", "role", "sha256")):
+            raise invalid(f"file entry {entry!r} lacks name, role or sha256")
+    return info
+
+
+def _verified_paths(manifest: Path, info: dict) -> dict[str, Path]:
+    paths = {}
+    for entry in info["files"]:
+        p = manifest.parent / entry["name"]
+        verify_file(p, entry["sha256"])
+        paths[entry["role"]] = p
+    return paths
+
+
+def verify_manifest(manifest: str | Path) -> dict:
+    """Check every file the manifest pins against its SHA-256; return the manifest."""
+    manifest = Path(manifest)
+    info = _read_manifest(manifest)
+    _verified_paths(manifest, info)
+    return info
+
+
+def load_dataset(
+    manifest: str | Path,
+    *,
+    train_samples: int | None = None,
+    test_samples: int | None = None,
+) -> Dataset:
+    """Verify every file the manifest pins, then parse; keep the first N samples of each split.
+
+    The counts default to the manifest's; a count larger than the files hold is an error.
+    """
+    manifest = Path(manifest)
+    info = _read_manifest(manifest)
+    paths = _verified_paths(manifest, info)  # all files, before parsing any
+    spec = _spec(info["dataset"])
+    splits = {}
+    for split, n in (("train", train_samples), ("test", test_samples)):
+        x = read_images(paths[f"{split}_images"], spec.image_shape)
+        y = read_labels(paths[f"{split}_labels"], len(x), spec.num_classes)
+        n = n if n is not None else info[f"{split}_samples"]
+        n = _check_count(f"{split}_samples", n, len(x))
+        splits[split] = (np.ascontiguousarray(x[:n]), np.ascontiguousarray(y[:n]))
+    return Dataset(
+        x_train=splits["train"][0],
+        y_train=splits["train"][1],
+        x_test=splits["test"][0],
+        y_test=splits["test"][1],
+        num_classes=spec.num_classes,
+        name=spec.name,
+        source=info["source"],
+        synthetic=bool(info["synthetic"]),
+    )

@@ -1,0 +1,106 @@
+"""The workflow end to end: dry runs, a tiny real run, and rerunning only what changed."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+from workflow import REPO, planned_jobs, snakemake, write_config
+
+from devicebench.config import load_config
+from devicebench.grid import expand_grid
+
+pytestmark = pytest.mark.workflow
+
+
+def test_default_config_dry_runs(tmp_path):
+    config = (REPO / "config" / "config.yaml").read_text()
+    (tmp_path / "config.yaml").write_text(config)
+    jobs = planned_jobs(tmp_path)
+    cells = expand_grid(load_config(REPO / "config" / "config.yaml"))
+    assert jobs["cell"] == len(cells)
+    assert jobs["tables"] == jobs["charts"] == jobs["prepare_data"] == 1
+
+
+def test_a_bad_config_stops_before_any_job(tmp_path, tiny_config):
+    tiny_config["batch_sizes"] = [0]
+    write_config(tmp_path, tiny_config)
+    done = snakemake(tmp_path, "--dry-run", "--cores", "1", check=False)
+    assert done.returncode != 0
+    assert "batch_sizes[0]" in done.stdout + done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A tiny study run for real: one model step count, one CPU thread, train and infer."""
+    from conftest import TINY_CONFIG
+
+    workdir = tmp_path_factory.mktemp("study")
+    config = copy.deepcopy(TINY_CONFIG)
+    write_config(workdir, config)
+    snakemake(workdir, "--cores", "2")
+    return workdir, config
+
+
+def test_tiny_run_produces_ok_rows_tables_and_charts(finished_run):
+    workdir, config = finished_run
+    cells = pd.read_csv(workdir / "results" / "tables" / "cells.csv")
+    ok = cells[cells.status == "ok"]
+    for task in config["tasks"]:
+        for mode in ("train", "infer"):
+            rows = ok[(ok.task == task) & (ok["mode"] == mode) & (ok.device == "cpu")]
+            assert len(rows) == 1, (task, mode)
+    assert (ok.samples_per_s > 0).all()
+    train = ok[ok["mode"] == "train"]
+    assert train.accuracy.between(0, 1).all() and train.f1_macro.notna().all()
+    assert ok.synthetic.all()
+    gpu = cells[cells.device == "cuda"]
+    assert set(gpu.status) <= {"ok", "skipped"}
+    for name in ("timing", "speedup", "quality"):
+        assert (workdir / "results" / "tables" / f"{name}.md").stat().st_size > 0
+    for chart in ("time_vs_batch", "speedup_vs_batch", "throughput_per_cell", "accuracy_per_cell"):
+        assert (workdir / "results" / "charts" / f"{chart}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (workdir / "results" / "charts" / f"{chart}.html").stat().st_size > 1000
+
+
+def test_records_follow_the_cell_contract(finished_run):
+    workdir, _ = finished_run
+    records = [json.loads(p.read_text()) for p in (workdir / "results" / "cells").rglob("*.json")]
+    ok = [r for r in records if r["status"] == "ok"]
+    assert ok
+    for record in ok:
+        timings = record["timings"]
+        assert len(timings["repetitions_s"]) >= 3
+        assert timings["first_call_s"] > 0 and timings["median_s"] > 0
+        assert timings["timed_start"] < timings["timed_end"]
+        assert record["environment"]["threads"] == record["axes"]["threads"] == 1
+        assert record["environment"]["threads_reported"]["torch_num_threads"] == 1
+        assert record["provenance"]["seed"] == 7 and record["provenance"]["config_hash"]
+        assert record["data"]["synthetic"] is True
+    infer = [r for r in ok if r["axes"]["mode"] == "infer"]
+    assert infer and all(r["timings"]["latency_ms"]["p99"] > 0 for r in infer)
+
+
+def test_nothing_changed_plans_nothing(finished_run):
+    workdir, _ = finished_run
+    assert planned_jobs(workdir) == {}
+
+
+def test_one_more_batch_size_plans_one_cell_and_the_aggregates(finished_run):
+    workdir, config = finished_run
+    changed = copy.deepcopy(config)
+    changed["tasks"]["mnist_mlp"]["batch_sizes"] = [32, 16]
+    # keep the new batch size to exactly one new cell: CPU, train
+    changed["exclude"] = [
+        {"task": "mnist_mlp", "batch_size": 16, "mode": "infer"},
+        {"task": "mnist_mlp", "batch_size": 16, "device": "cuda"},
+    ]
+    write_config(workdir, changed)
+    try:
+        jobs = planned_jobs(workdir)
+    finally:
+        write_config(workdir, config)
+    assert jobs == {"cell": 1, "tables": 1, "charts": 1, "all": 1}
