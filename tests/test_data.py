@@ -1,12 +1,11 @@
 """The dataset layer: IDX format, synthetic MNIST, verified preparation and loading.
 
-No network: tests write their own real-format files, and downloads hit a fake urlopen."""
+No network: tests write their own real-format files; downloads come from a loopback HTTP server."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import subprocess
 import sys
@@ -215,15 +214,34 @@ def test_path_source_with_overridden_sums_copies_and_loads(tmp_path: Path) -> No
     assert load_dataset(m, train_samples=30, test_samples=5).x_train.shape[0] == 30
 
 
-def test_download_verifies_without_network(tmp_path: Path, monkeypatch) -> None:
+def test_download_verifies_over_real_http(tmp_path: Path) -> None:
+    """A real HTTP server on loopback serves the file; the real download code fetches it."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
     payload = b"pretend this is MNIST"
-    monkeypatch.setattr(dl.urllib.request, "urlopen", lambda url, timeout: io.BytesIO(payload))
-    good = hashlib.sha256(payload).hexdigest()
-    fetched = dl.fetch_verified("https://example.invalid/f.gz", tmp_path / "f.gz", good)
-    assert fetched.read_bytes() == payload
-    with pytest.raises(DataIntegrityError, match=rf"g\.gz.*expected sha256 {'0' * 64}"):
-        dl.fetch_verified("https://example.invalid/g.gz", tmp_path / "g.gz", "0" * 64)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.gz"]  # nothing half-kept
+    (served / "f.gz").write_bytes(payload)
+    (served / "g.gz").write_bytes(payload)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    out = tmp_path / "out"
+    try:
+        good = hashlib.sha256(payload).hexdigest()
+        fetched = dl.fetch_verified(f"{base}/f.gz", out / "f.gz", good)
+        assert fetched.read_bytes() == payload
+        with pytest.raises(DataIntegrityError, match=rf"g\.gz.*expected sha256 {'0' * 64}"):
+            dl.fetch_verified(f"{base}/g.gz", out / "g.gz", "0" * 64)
+        with pytest.raises(dl.DownloadError, match="could not download"):
+            dl.fetch_verified(f"{base}/missing.gz", out / "missing.gz", good)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted(p.name for p in out.iterdir()) == ["f.gz"]  # nothing half-kept
 
 
 # --- integrity checks when loading ----------------------------------------------------------
