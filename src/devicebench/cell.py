@@ -20,6 +20,7 @@ from typing import Any
 
 from devicebench import __version__, environment
 from devicebench.devices import has_device, resolve_threads
+from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.grid import Cell
 from devicebench.record import new_record, read_record, write_atomic
 from devicebench.threads import thread_environment
@@ -48,8 +49,13 @@ def _data_section(manifest: Path) -> dict[str, Any]:
     return {key: info.get(key) for key in keys} | {"manifest": str(manifest)}
 
 
-def _worker_env(threads: int, device: str) -> dict[str, str]:
+def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str, str]:
     env = dict(os.environ)
+    if framework in KERAS_BACKENDS:  # read once, when keras is imported
+        env["KERAS_BACKEND"] = KERAS_BACKENDS[framework]
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        if device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""  # keras would take a visible GPU by itself
     env.update(thread_environment(threads))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
@@ -64,7 +70,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         settings_path, result_path = Path(tmp, "settings.json"), Path(tmp, "result.json")
         settings_path.write_text(json.dumps(settings))
         command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
-        env = _worker_env(settings["threads_resolved"], settings["device"])
+        env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
         process = subprocess.Popen(command, env=env, start_new_session=True)
         try:
             returncode = process.wait(timeout=timeout_s)

@@ -6,6 +6,7 @@ clock, so each framework is timed the same way.
 
 from __future__ import annotations
 
+import math
 import resource
 import sys
 import time
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from devicebench.metrics import classification_scores
+from devicebench.tasks import get_task
 from devicebench.timing import latency_percentiles, summarize
 
 
@@ -175,6 +177,8 @@ def _result(
     timings.update(extra)
     quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
     quality["loss"] = loss
+    if get_task(settings["task"]).kind == "next_char":
+        quality["perplexity"] = math.exp(min(loss, 700.0))  # next-char accuracy is `accuracy`
     return {
         "timings": timings,
         "throughput": {
@@ -186,5 +190,9 @@ def _result(
             "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "peak_device_mb": backend.peak_device_memory_mb(),
         },
-        "model": {"parameters": backend.parameter_count(), "fit_loop": backend.fit_loop},
+        "model": {
+            "parameters": backend.parameter_count(),
+            "fit_loop": backend.fit_loop,
+            **getattr(backend, "model_info", {}),
+        },
     }

@@ -25,6 +25,18 @@ def thread_environment(threads: int) -> dict[str, str]:
     return env
 
 
+def apply_tensorflow_threads(threads: int) -> dict[str, int]:
+    """Set TensorFlow's intra-op pool (inter-op to 1) before any op; return what TF reports."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    return {
+        "tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+    }
+
+
 def apply_torch_threads(threads: int) -> int:
     """Set torch's intra-op pool and return what torch reports back."""
     import torch

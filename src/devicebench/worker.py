@@ -28,6 +28,21 @@ def make_backend(settings: dict[str, Any], dataset: Any):
 
         reported = apply_torch_threads(int(settings["threads_resolved"]))
         return TorchBackend(spec, settings, dataset), {"torch_num_threads": reported}
+    if framework in ("keras-tensorflow", "keras-torch"):
+        from devicebench.threads import apply_tensorflow_threads, apply_torch_threads
+
+        threads = int(settings["threads_resolved"])
+        if framework == "keras-tensorflow":
+            reported: dict = apply_tensorflow_threads(threads)  # before keras runs any op
+        else:
+            reported = {"torch_num_threads": apply_torch_threads(threads)}
+        from devicebench.frameworks.keras_backend import KerasBackend
+
+        backend = KerasBackend(spec, settings, dataset)
+        expected = framework.removeprefix("keras-")
+        if backend.kind != expected:
+            raise RuntimeError(f"keras runs on {backend.kind}, not {expected}: KERAS_BACKEND?")
+        return backend, reported
     raise ValueError(f"unknown framework {framework!r}")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import synthetic
+from . import cifar10, imdb, nietzsche, synthetic
 from .download import (
     DataIntegrityError,
     DownloadError,
@@ -52,10 +52,11 @@ MANIFEST = "manifest.json"
 class FileSpec:
     """One file of a real dataset: its role, its published name, size and SHA-256."""
 
-    role: str  # train_images, train_labels, test_images, test_labels
+    role: str  # train_images, train_labels, test_images, test_labels; archive; text
     name: str
-    sha256: str
+    sha256: str  # "" where no published SHA-256 is known (see md5, or pass one)
     size: int
+    md5: str = ""  # the publisher's MD5, checked on download when no SHA-256 is known
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class DatasetSpec:
     num_classes: int
     train_size: int
     test_size: int
+    format: str = "idx"  # idx | cifar_bin | aclimdb | text
 
     def file(self, role: str) -> FileSpec:
         return next(f for f in self.files if f.role == role)
@@ -113,7 +115,60 @@ MNIST = DatasetSpec(
     test_size=10_000,
 )
 
-DATASETS: dict[str, DatasetSpec] = {MNIST.name: MNIST}
+# CIFAR-10 binary version (Krizhevsky). Its publisher lists only an MD5; no SHA-256 of this
+# archive was found in public sources, so the download is checked against the MD5 and the
+# manifest then pins the file's SHA-256 (as for every file).
+CIFAR10 = DatasetSpec(
+    name="cifar10",
+    base_url="https://www.cs.toronto.edu/~kriz/",
+    files=(
+        FileSpec(
+            "archive",
+            "cifar-10-binary.tar.gz",
+            "",
+            170_052_171,
+            md5="c32a1d4ab5d03f1284b67883e8d87530",
+        ),
+    ),
+    image_shape=cifar10.SHAPE,
+    num_classes=10,
+    train_size=50_000,
+    test_size=10_000,
+    format="cifar_bin",
+)
+# Large Movie Review Dataset v1.0 (Maas et al. 2011), the text archive; SHA-256 as published in
+# several public projects (e.g. Julia's MLDatasets registration and Go/Rust dataset crates).
+IMDB = DatasetSpec(
+    name="imdb",
+    base_url="https://ai.stanford.edu/~amaas/data/sentiment/",
+    files=(
+        FileSpec(
+            "archive",
+            "aclImdb_v1.tar.gz",
+            "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
+            84_125_825,
+        ),
+    ),
+    image_shape=(imdb.STORED_LEN,),
+    num_classes=2,
+    train_size=25_000,
+    test_size=25_000,
+    format="aclimdb",
+)
+# The Nietzsche text of the Keras example. No published checksum exists: the download needs the
+# user's SHA-256 (datasets.nietzsche.sha256 in the config, or --sha256 to prepare_data.py).
+NIETZSCHE = DatasetSpec(
+    name="nietzsche",
+    base_url="https://s3.amazonaws.com/text-datasets/",
+    files=(FileSpec("text", "nietzsche.txt", "", 600_901),),
+    image_shape=(nietzsche.MAXLEN,),
+    num_classes=len(nietzsche.ALPHABET),
+    train_size=180_000,  # about 200,000 windows in all; the loader checks the exact count
+    test_size=20_000,
+    format="text",
+)
+
+DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (MNIST, CIFAR10, IMDB, NIETZSCHE)}
 
 
 @dataclass
@@ -146,6 +201,19 @@ def _check_count(what: str, n: int | None, available: int) -> int:
 
 
 def _write_synthetic(spec: DatasetSpec, out: Path, n_train: int, n_test: int, seed: int) -> None:
+    first = out / spec.files[0].name
+    if spec.format == "cifar_bin":
+        splits = {
+            s: cifar10.make_synthetic(seed, n, s) for s, n in (("train", n_train), ("test", n_test))
+        }
+        cifar10.write_archive(first, splits)
+        return
+    if spec.format == "aclimdb":
+        imdb.write_synthetic(first, seed, n_train, n_test)
+        return
+    if spec.format == "text":
+        nietzsche.write_synthetic(first, seed, n_train, n_test)
+        return
     for split, n in (("train", n_train), ("test", n_test)):
         images, labels = synthetic.make_split(seed, n, split)
         write_idx(out / spec.file(f"{split}_images").name, images)
@@ -192,12 +260,14 @@ def prepare_dataset(
         _write_synthetic(spec, out, n_train, n_test, seed)
     elif source == "download":
         for f in spec.files:
-            fetch_verified(spec.base_url + f.name, out / f.name, sums[f.name])
+            digest, algorithm = _expected(f, sums)
+            fetch_verified(spec.base_url + f.name, out / f.name, digest, algorithm=algorithm)
     else:
         if path is None:
             raise ValueError("source 'path' needs path=<folder holding the original files>")
         for f in spec.files:
-            copy_verified(Path(path) / f.name, out / f.name, sums[f.name])
+            digest, algorithm = _expected(f, sums)
+            copy_verified(Path(path) / f.name, out / f.name, digest, algorithm=algorithm)
 
     manifest = {
         "dataset": name,
@@ -219,6 +289,19 @@ def prepare_dataset(
     manifest_path = out / MANIFEST
     _write_manifest(manifest_path, manifest)
     return manifest_path
+
+
+def _expected(f: FileSpec, sums: Mapping[str, str]) -> tuple[str, str]:
+    """The checksum a real file is verified against: SHA-256, else the publisher's MD5."""
+    if sums.get(f.name):
+        return sums[f.name], "sha256"
+    if f.md5:
+        return f.md5, "md5"
+    raise DataIntegrityError(
+        f"no published checksum is known for {f.name} (expected sha256: none on record), so it "
+        "cannot be verified: compute its SHA-256 from a copy you trust and pass it (config key "
+        f"datasets.<name>.sha256: {{{f.name}: <hex>}}, or prepare_data.py --sha256 {f.name}=<hex>)"
+    )
 
 
 _MANIFEST_KEYS = ("dataset", "source", "synthetic", "train_samples", "test_samples", "files")
@@ -274,10 +357,10 @@ def load_dataset(
     info = _read_manifest(manifest)
     paths = _verified_paths(manifest, info)  # all files, before parsing any
     spec = _spec(info["dataset"])
+    raw, num_classes = _parse(spec, paths)
     splits = {}
     for split, n in (("train", train_samples), ("test", test_samples)):
-        x = read_images(paths[f"{split}_images"], spec.image_shape)
-        y = read_labels(paths[f"{split}_labels"], len(x), spec.num_classes)
+        x, y = raw[split]
         n = n if n is not None else info[f"{split}_samples"]
         n = _check_count(f"{split}_samples", n, len(x))
         splits[split] = (np.ascontiguousarray(x[:n]), np.ascontiguousarray(y[:n]))
@@ -286,8 +369,24 @@ def load_dataset(
         y_train=splits["train"][1],
         x_test=splits["test"][0],
         y_test=splits["test"][1],
-        num_classes=spec.num_classes,
+        num_classes=num_classes,
         name=spec.name,
         source=info["source"],
         synthetic=bool(info["synthetic"]),
     )
+
+
+def _parse(spec: DatasetSpec, paths: dict[str, Path]) -> tuple[dict, int]:
+    """Every split's full arrays, by the dataset's format, and its number of classes."""
+    if spec.format == "cifar_bin":
+        return cifar10.read_archive(paths["archive"]), spec.num_classes
+    if spec.format == "aclimdb":
+        return imdb.read_archive(paths["archive"]), spec.num_classes
+    if spec.format == "text":
+        splits, chars = nietzsche.read_windows(paths["text"])
+        return splits, len(chars)
+    splits = {}
+    for split in ("train", "test"):
+        x = read_images(paths[f"{split}_images"], spec.image_shape)
+        splits[split] = (x, read_labels(paths[f"{split}_labels"], len(x), spec.num_classes))
+    return splits, spec.num_classes

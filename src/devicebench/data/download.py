@@ -26,44 +26,53 @@ class DownloadError(Exception):
     """A file could not be fetched (network off, URL gone, HTTP error)."""
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in chunks so large files need little memory."""
-    h = hashlib.sha256()
+def sha256_file(path: str | Path, algorithm: str = "sha256") -> str:
+    """Hex SHA-256 (or another hashlib digest) of a file, read in chunks."""
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
     return h.hexdigest()
 
 
-def mismatch_message(path: str | Path, expected: str, actual: str, *, hint: str = "") -> str:
+def mismatch_message(
+    path: str | Path, expected: str, actual: str, *, hint: str = "", algorithm: str = "sha256"
+) -> str:
     """The one wording for every checksum failure, so users learn to read it once."""
     size = Path(path).stat().st_size if Path(path).exists() else None
     return (
-        f"checksum mismatch for {path}: expected sha256 {expected}, actual sha256 {actual}"
+        f"checksum mismatch for {path}: expected {algorithm} {expected}, "
+        f"actual {algorithm} {actual}"
         f" ({size} bytes). The file is corrupt, truncated or not the pinned version. "
         + (hint or "Delete it and prepare the dataset again (scripts/prepare_data.py).")
     )
 
 
-def verify_file(path: str | Path, expected_sha256: str, *, hint: str = "") -> str:
+def verify_file(
+    path: str | Path, expected_sha256: str, *, hint: str = "", algorithm: str = "sha256"
+) -> str:
     """Raise DataIntegrityError unless ``path`` exists and has ``expected_sha256``."""
     path = Path(path)
     if not path.is_file():
         raise DataIntegrityError(
-            f"missing data file {path} (expected sha256 {expected_sha256}). "
+            f"missing data file {path} (expected {algorithm} {expected_sha256}). "
             + (hint or "Prepare the dataset again (scripts/prepare_data.py).")
         )
-    actual = sha256_file(path)
+    actual = sha256_file(path, algorithm)
     if actual != expected_sha256.lower():
-        raise DataIntegrityError(mismatch_message(path, expected_sha256, actual, hint=hint))
+        raise DataIntegrityError(
+            mismatch_message(path, expected_sha256, actual, hint=hint, algorithm=algorithm)
+        )
     return actual
 
 
-def copy_verified(src: str | Path, dest: str | Path, expected_sha256: str) -> Path:
+def copy_verified(
+    src: str | Path, dest: str | Path, expected_sha256: str, *, algorithm: str = "sha256"
+) -> Path:
     """Copy a user-supplied original file into place, checking it before and after the copy."""
     src, dest = Path(src), Path(dest)
     hint = f"Replace {src} with the original, unmodified file and prepare again."
-    verify_file(src, expected_sha256, hint=hint)
+    verify_file(src, expected_sha256, hint=hint, algorithm=algorithm)
     if not dest.exists() or not src.samefile(dest):
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -73,12 +82,17 @@ def copy_verified(src: str | Path, dest: str | Path, expected_sha256: str) -> Pa
             os.replace(tmp, dest)
         finally:
             Path(tmp).unlink(missing_ok=True)
-    verify_file(dest, expected_sha256)
+    verify_file(dest, expected_sha256, algorithm=algorithm)
     return dest
 
 
 def fetch_verified(
-    url: str, dest: str | Path, expected_sha256: str, *, timeout: float = 60.0
+    url: str,
+    dest: str | Path,
+    expected_sha256: str,
+    *,
+    timeout: float = 60.0,
+    algorithm: str = "sha256",
 ) -> Path:
     """Fetch ``url`` to ``dest`` and verify it; ``dest`` only ever holds a verified file.
 
@@ -86,7 +100,7 @@ def fetch_verified(
     temporary file in the same folder and is renamed only after its checksum matched.
     """
     dest = Path(dest)
-    if dest.is_file() and sha256_file(dest) == expected_sha256.lower():
+    if dest.is_file() and sha256_file(dest, algorithm) == expected_sha256.lower():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
@@ -101,11 +115,11 @@ def fetch_verified(
                     f"could not download {url} to {dest}: {e}. This machine may be offline: "
                     "use source 'synthetic', or fetch the file elsewhere and use source 'path'."
                 ) from e
-        actual = sha256_file(tmp)
+        actual = sha256_file(tmp, algorithm)
         if actual != expected_sha256.lower():
             raise DataIntegrityError(
-                f"checksum mismatch for {dest.name} downloaded from {url}: expected sha256 "
-                f"{expected_sha256}, actual sha256 {actual} ({tmp.stat().st_size} bytes). "
+                f"checksum mismatch for {dest.name} downloaded from {url}: expected {algorithm} "
+                f"{expected_sha256}, actual {algorithm} {actual} ({tmp.stat().st_size} bytes). "
                 "The download was incomplete or the mirror serves a different file; nothing "
                 "was kept. Try again later or fetch it elsewhere and use source 'path'."
             )

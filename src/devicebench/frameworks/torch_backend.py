@@ -1,7 +1,8 @@
 """PyTorch backend: keeps the data on the device and runs steps with no per-step host sync.
 
 The driver times whole epochs and passes around these calls; each call ends with a device
-synchronize so the host clock never reads over queued work.
+synchronize so the host clock never reads over queued work. Binary tasks train one logit with
+BCE-with-logits; CIFAR-10 batches are augmented on the device inside the timed loop.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from devicebench.frameworks.torch_models import INPUT_SHAPES, build_model, make_optimizer
+from devicebench.frameworks.torch_models import build_model, make_optimizer
 from devicebench.tasks import TaskSpec
+from devicebench.tasks.inputs import task_arrays
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -24,29 +26,62 @@ class TorchBackend:
     """One task's model, optimizer and device-resident data for one cell."""
 
     name = "torch"
-    fit_loop = "hand-written loop: shuffled index gather on device, autocast, no per-step sync"
+    fit_loop = (
+        "hand-written loop: shuffled index gather on device, autocast, no per-step sync; "
+        "cifar10 augmentation (random shift up to 3 px with edge padding, horizontal flip) "
+        "per batch on the device"
+    )
 
     def __init__(self, spec: TaskSpec, settings: dict[str, Any], dataset: Any) -> None:
         self.spec = spec
         self.settings = settings
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
-        shape = INPUT_SHAPES[spec.name]
-        self.x_train = self._to_device(dataset.x_train, shape)
-        self.y_train = torch.as_tensor(dataset.y_train, dtype=torch.int64, device=self.device)
-        self.x_test = self._to_device(dataset.x_test, shape)
-        self.y_test = torch.as_tensor(dataset.y_test, dtype=torch.int64, device=self.device)
+        arrays = task_arrays(spec, dataset)
+        self.binary = spec.kind == "binary_text"
+        self.outputs = arrays.outputs
+        label_dtype = torch.float32 if self.binary else torch.int64
+        self.x_train = torch.as_tensor(arrays.x_train, device=self.device)
+        self.y_train = torch.as_tensor(arrays.y_train, dtype=label_dtype, device=self.device)
+        self.x_test = torch.as_tensor(arrays.x_test, device=self.device)
+        self.y_test = torch.as_tensor(arrays.y_test, dtype=label_dtype, device=self.device)
         self.generator = torch.Generator(device=self.device)
-        self.loss_fn = nn.CrossEntropyLoss()
+        self.loss_fn = nn.BCEWithLogitsLoss() if self.binary else nn.CrossEntropyLoss()
+        self.lstm_kernel = str(settings.get("lstm_kernel", "cudnn"))
+        self.augment = spec.name == "cifar10_cnn"
+        self.max_shift = int(spec.options.get("max_shift", 0))
         precision = settings["precision"]
         self.autocast_dtype = DTYPES.get(precision)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=precision == "fp16")
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
 
-    def _to_device(self, images: np.ndarray, shape: tuple[int, ...]) -> torch.Tensor:
-        tensor = torch.as_tensor(images, device=self.device).to(torch.float32).div_(255.0)
-        return tensor.reshape(len(images), *shape).contiguous()
+    @property
+    def model_info(self) -> dict[str, Any]:
+        """What the record says about this model beyond its parameter count."""
+        info: dict[str, Any] = {"augmentation": "on-device shift+flip" if self.augment else None}
+        if "lstm" in self.settings["model"]:
+            if self.lstm_kernel == "generic":
+                effective = "generic"
+            elif self.device.type == "cuda" and torch.backends.cudnn.enabled:
+                effective = "cudnn"
+            else:
+                effective = f"aten_fused_{self.device.type}"  # cuDNN does not apply here
+            info |= {"lstm_kernel": self.lstm_kernel, "lstm_kernel_effective": effective}
+        return info
+
+    def _augmented(self, x: torch.Tensor) -> torch.Tensor:
+        """Random shift (edge pixels repeat, as Keras' fill_mode 'nearest') and flip, per sample."""
+        n, side = x.shape[0], x.shape[-1]
+        shift = self.max_shift
+        dy, dx = torch.randint(-shift, shift + 1, (2, n, 1), device=x.device)
+        base = torch.arange(side, device=x.device)
+        flip = torch.rand(n, 1, device=x.device) < 0.5
+        cols = torch.where(flip, side - 1 - base, base)
+        rows = (base + dy).clamp_(0, side - 1)
+        cols = (cols + dx).clamp_(0, side - 1)
+        batch = torch.arange(n, device=x.device)[:, None, None]
+        return x.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
 
     @property
     def train_samples(self) -> int:
@@ -70,7 +105,13 @@ class TorchBackend:
 
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer: every repetition starts from the same weights."""
-        self.model = build_model(self.spec.name, self.settings["model"], seed).to(self.device)
+        self.model = build_model(
+            self.spec.name,
+            self.settings["model"],
+            seed,
+            outputs=self.outputs,
+            lstm_kernel=self.lstm_kernel,
+        ).to(self.device)
         self.optimizer = make_optimizer(
             self.spec.optimizer,
             self.model.parameters(),
@@ -81,7 +122,7 @@ class TorchBackend:
 
     def parameter_count(self) -> int:
         assert self.model is not None
-        return sum(p.numel() for p in self.model.parameters())
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
     def train_steps(self, steps: int) -> None:
         """`steps` optimizer steps over one shuffled pass; synchronizes at the end."""
@@ -90,8 +131,11 @@ class TorchBackend:
         order = torch.randperm(self.train_samples, device=self.device, generator=self.generator)
         for step in range(steps):
             index = order[step * batch : (step + 1) * batch]
+            x = self.x_train[index]
+            if self.augment:
+                x = self._augmented(x)
             with self._autocast():
-                loss = self.loss_fn(model(self.x_train[index]), self.y_train[index])
+                loss = self.loss_fn(model(x).float(), self.y_train[index])
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(optimizer)
@@ -134,7 +178,7 @@ class TorchBackend:
             with self._autocast():
                 logits = model(x).float()
             total_loss += self.loss_fn(logits, y) * len(y)
-            predictions.append(logits.argmax(dim=1))
+            predictions.append((logits > 0).long() if self.binary else logits.argmax(dim=1))
         predicted = torch.cat(predictions).cpu().numpy()
         return predicted, float(total_loss.item() / self.test_samples)
 

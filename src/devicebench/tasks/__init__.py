@@ -1,7 +1,9 @@
 """The task registry: what each workload trains, on which data, with which defaults.
 
 A task names its dataset, the models it can run and the hyperparameters of the original example
-it reproduces; frameworks build the architecture from the task and model names.
+it reproduces; frameworks build the architecture from the task and model names. A task's
+``kind`` decides its loss and metrics: ``image`` and ``next_char`` are softmax classification
+(next_char adds perplexity), ``binary_text`` is a sigmoid output with binary cross-entropy.
 """
 
 from __future__ import annotations
@@ -23,6 +25,17 @@ class TaskSpec:
     learning_rate: float
     optimizer_options: dict[str, float] = field(default_factory=dict)
     source: str = ""
+    kind: str = "image"  # image | binary_text | next_char
+    options: dict[str, int | float] = field(default_factory=dict)
+    # Extra grid axes the task has, with their allowed values (the first is the default).
+    axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def option(self, name: str) -> int | float:
+        """A hyperparameter of the original example (vocabulary, sequence length, units ...)."""
+        return self.options[name]
+
+
+LSTM_KERNELS = ("cudnn", "generic")
 
 
 TASKS: dict[str, TaskSpec] = {
@@ -51,6 +64,67 @@ TASKS: dict[str, TaskSpec] = {
             learning_rate=1.0,
             optimizer_options={"rho": 0.95, "eps": 1e-7},
             source="keras examples mnist_cnn.py: conv32-conv64-maxpool-dropout-dense128-dropout-10",
+        ),
+        TaskSpec(
+            name="cifar10_cnn",
+            dataset="cifar10",
+            models=("cnn",),
+            num_classes=10,
+            epochs=20,
+            batch_sizes=(32,),
+            optimizer="rmsprop",
+            learning_rate=0.0001,
+            optimizer_options={"alpha": 0.9, "eps": 1e-7},
+            source="keras examples cifar10_cnn.py: conv32x2-pool-conv64x2-pool-dense512-10, "
+            "shift 0.1 + horizontal-flip augmentation, RMSprop 1e-4 (its 1e-6 decay is left out)",
+            options={"max_shift": 3},
+        ),
+        TaskSpec(
+            name="imdb_fasttext",
+            dataset="imdb",
+            models=("fasttext",),
+            num_classes=2,
+            epochs=5,
+            batch_sizes=(32,),
+            optimizer="adam",
+            learning_rate=0.001,
+            optimizer_options={"eps": 1e-7},
+            source="keras examples imdb_fasttext.py: 20,000 words + bigrams, maxlen 400, "
+            "embedding 50, global average pooling, sigmoid",
+            kind="binary_text",
+            options={"vocab_size": 20_000, "bigram_buckets": 100_000, "maxlen": 400, "embed": 50},
+        ),
+        TaskSpec(
+            name="imdb_bilstm",
+            dataset="imdb",
+            models=("bilstm",),
+            num_classes=2,
+            epochs=4,
+            batch_sizes=(32,),
+            optimizer="adam",
+            learning_rate=0.001,
+            optimizer_options={"eps": 1e-7},
+            source="keras examples imdb_bidirectional_lstm.py: embedding 128, BiLSTM 64, "
+            "dropout 0.5, sigmoid, maxlen 100",
+            kind="binary_text",
+            options={"vocab_size": 20_000, "maxlen": 100, "embed": 128, "units": 64},
+            axes={"lstm_kernel": LSTM_KERNELS},
+        ),
+        TaskSpec(
+            name="textgen_lstm",
+            dataset="nietzsche",
+            models=("lstm",),
+            num_classes=0,  # the character set of the text (57 for Nietzsche)
+            epochs=10,
+            batch_sizes=(128,),
+            optimizer="rmsprop",
+            learning_rate=0.01,
+            optimizer_options={"alpha": 0.9, "eps": 1e-7},
+            source="keras examples lstm_text_generation.py: one-hot chars, LSTM 128 over 40-char "
+            "windows every 3 chars, softmax, RMSprop 0.01",
+            kind="next_char",
+            options={"maxlen": 40, "step": 3, "units": 128},
+            axes={"lstm_kernel": LSTM_KERNELS},
         ),
     )
 }
