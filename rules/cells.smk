@@ -11,7 +11,7 @@ rule cell:
     wildcard_constraints:
         cell="task~.+",
     conda:
-        "../envs/torch.yaml"
+        cell_env
     threads: cell_threads
     resources:
         bench=1,

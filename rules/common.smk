@@ -46,6 +46,11 @@ def cell_args(wildcards):
     return GRID[wildcards.cell].cli_args()
 
 
+def cell_env(wildcards):
+    """The conda environment of a cell's framework (torch, keras-tensorflow, keras-torch)."""
+    return f"../envs/{GRID[wildcards.cell].values['framework']}.yaml"
+
+
 def cell_threads(wildcards):
     """Cores a cell occupies: its thread count ('all' means every core)."""
     threads = GRID[wildcards.cell].values["threads"]
@@ -63,4 +68,6 @@ def data_args(name, source):
     for key in ("train_samples", "test_samples", "path"):
         if key in settings:
             args += [f"--{key.replace('_', '-')}", str(settings[key])]
+    for file_name, digest in settings.get("sha256", {}).items():
+        args += ["--sha256", f"{file_name}={digest}"]
     return " ".join(args)

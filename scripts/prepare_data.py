@@ -53,6 +53,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--test-samples", type=int, help="test samples (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic generator")
     parser.add_argument(
+        "--sha256",
+        action="append",
+        default=[],
+        metavar="FILE=HEX",
+        help="expected SHA-256 of a real file (needed for files with no published checksum)",
+    )
+    parser.add_argument(
         "--check", action="store_true", help="only verify and load the dataset already in --out"
     )
     args = parser.parse_args(argv)
@@ -75,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 test_samples=args.test_samples,
                 seed=args.seed,
                 path=None if args.path is None else str(args.path),
+                expected_sha256=dict(item.split("=", 1) for item in args.sha256),
             )
         data = load_dataset(manifest)
     except DataIntegrityError as e:

@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         "batch_size": args.batch_size,
         "mode": args.mode,
     }
-    extra = dict(item.split("=", 1) for item in args.axis)
+    # the task's own axes (lstm_kernel) take their default unless given
+    extra = {axis: values[0] for axis, values in spec.axes.items()}
+    extra |= dict(item.split("=", 1) for item in args.axis)
     settings = {
         "dataset": args.dataset or spec.dataset,
         "epochs": args.epochs or spec.epochs,

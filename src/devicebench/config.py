@@ -100,6 +100,12 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(
                 f"config key tasks.{task}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}"
             )
+        for axis in ("lstm_kernel",):
+            if f"{axis}s" in settings and axis not in TASKS[task].axes:
+                raise ConfigError(
+                    f"config key tasks.{task}.{axis}s: task {task} has no {axis} axis; tasks "
+                    f"with one: {', '.join(t for t, s in TASKS.items() if axis in s.axes)}"
+                )
         for index, model in enumerate(settings.get("models", TASKS[task].models)):
             if model not in TASKS[task].models:
                 raise ConfigError(
@@ -120,7 +126,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        for key in ("models", "batch_sizes"):
+        for key in ("models", "batch_sizes", "lstm_kernels"):
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():
         repeated = [value for value, count in Counter(values).items() if count > 1]

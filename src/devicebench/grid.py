@@ -124,8 +124,19 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "timeout_s": study["timeout_s"],
             "noise_cov": study["noise_cov"],
         }
-        for model, framework, (device, threads), precision, batch, mode in itertools.product(
-            models, study["frameworks"], devices, study["precisions"], batch_sizes, study["modes"]
+        # A task's own extra axes (e.g. lstm_kernel), from `tasks.<task>.<axis>s` or the default.
+        extra_axes = [
+            [(axis, value) for value in settings.get(f"{axis}s", values[:1])]
+            for axis, values in spec.axes.items()
+        ]
+        for model, framework, (device, threads), precision, batch, mode, extra in itertools.product(
+            models,
+            study["frameworks"],
+            devices,
+            study["precisions"],
+            batch_sizes,
+            study["modes"],
+            itertools.product(*extra_axes),
         ):
             values = dict(
                 zip(
@@ -134,7 +145,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                     strict=True,
                 )
             )
-            cells.append(make_cell(values, {}, run))
+            cells.append(make_cell(values, dict(extra), run))
     return _apply_exclusions(cells, study.get("exclude", []))
 
 

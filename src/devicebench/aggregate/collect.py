@@ -27,6 +27,7 @@ TAIL_COLUMNS = """
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
+    perplexity
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
@@ -37,7 +38,7 @@ KNOWN_COLUMNS = frozenset(
 MEASURED_COLUMNS = tuple(
     """
     median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions
-    p50_ms p90_ms p99_ms loss
+    p50_ms p90_ms p99_ms loss perplexity
     """.split()
 )
 INT_COLUMNS = tuple(
@@ -171,7 +172,7 @@ def _row(path: Path) -> dict[str, Any]:
         cell_id=_get(record, "cell_id"),
         record_path=str(path),
     )
-    for key in ("accuracy", "f1_macro", "f1_micro", "loss"):
+    for key in ("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"):
         row[key] = _get(_section(record, "quality"), key)
     for key in ("peak_host_mb", "peak_device_mb"):
         row[key] = _get(_section(record, "memory"), key)
