@@ -13,8 +13,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.tasks import TASKS
@@ -28,6 +26,8 @@ class ConfigError(ValueError):
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
     """The study's JSON schema."""
+    import yaml  # here, like jsonschema: a cell runner on a bare GPU host needs neither
+
     with open(path) as handle:
         return yaml.safe_load(handle)
 
@@ -157,6 +157,8 @@ def _check_devices(study: dict[str, Any]) -> None:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a YAML config file and check it."""
+    import yaml
+
     with open(path) as handle:
         config = yaml.safe_load(handle)
     if not isinstance(config, dict):

@@ -13,8 +13,6 @@ import sys
 from importlib import metadata
 from typing import Any
 
-import psutil
-
 LIBRARIES = ("torch", "numpy", "keras", "tensorflow", "tensorflow-cpu", "devicebench")
 
 
@@ -64,16 +62,23 @@ def gpu_facts() -> dict[str, Any]:
 
 def capture(threads: int | None = None) -> dict[str, Any]:
     """The environment section of a cell record."""
-    memory = psutil.virtual_memory()
+    try:
+        import psutil
+
+        cores, physical = psutil.cpu_count(logical=True), psutil.cpu_count(logical=False)
+        memory = psutil.virtual_memory().total
+    except ImportError:  # a bare GPU host (benchmarks/publish_h100.py): the standard library
+        cores, physical = os.cpu_count(), None
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     env = {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "libraries": library_versions(),
         "cpu_model": cpu_model(),
-        "cpu_cores": psutil.cpu_count(logical=True),
-        "cpu_physical_cores": psutil.cpu_count(logical=False),
+        "cpu_cores": cores,
+        "cpu_physical_cores": physical,
         "threads": threads,
-        "memory_gb": round(memory.total / 2**30, 1),
+        "memory_gb": round(memory / 2**30, 1),
         "hostname": socket.gethostname(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -1,0 +1,109 @@
+"""Every task in every framework: same parameter count, learns above chance, threads applied."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from devicebench.cell import _worker_env
+from devicebench.data import prepare_dataset
+from devicebench.frameworks import FRAMEWORKS
+from devicebench.tasks import TASKS
+
+SIZES = {"mnist": (256, 128), "cifar10": (256, 128), "imdb": (320, 128), "nietzsche": (384, 128)}
+CHANCE_MARGIN = {"image": 0.12, "binary_text": 0.12, "next_char": 0.08}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("catalog-data")
+    for name, (n_train, n_test) in SIZES.items():
+        prepare_dataset(name, "synthetic", root / name, train_samples=n_train, test_samples=n_test)
+    return root
+
+
+@pytest.fixture(scope="module")
+def probes(data_dir, tmp_path_factory):
+    """One fresh process per framework, as cells run, each over all six tasks."""
+    out_dir = tmp_path_factory.mktemp("probes")
+    results = {}
+    for framework in FRAMEWORKS:
+        out = out_dir / f"{framework}.json"
+        env = _worker_env(2, "cpu", framework)
+        env["PYTHONPATH"] = f"{REPO / 'src'}:{REPO / 'tests'}"
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "tests" / "framework_probe.py"),
+                framework,
+                str(data_dir),
+                str(out),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{framework} probe failed:\n{done.stdout}\n{done.stderr}"
+        results[framework] = json.loads(out.read_text())
+    return results
+
+
+def test_parameter_counts_match_across_frameworks(probes):
+    for task in TASKS:
+        counts = {fw: probes[fw][task]["parameters"] for fw in FRAMEWORKS}
+        assert len(set(counts.values())) == 1, f"{task}: {counts}"
+
+
+def test_every_framework_learns_every_task_above_chance(probes):
+    for framework, tasks in probes.items():
+        for task, result in tasks.items():
+            spec = TASKS[task]
+            classes = {"binary_text": 2, "next_char": 57}.get(spec.kind, spec.num_classes)
+            floor = 1.0 / classes + CHANCE_MARGIN[spec.kind]
+            assert result["accuracy"] > floor, f"{framework} {task}: {result} (floor {floor:.2f})"
+
+
+@pytest.mark.parametrize("framework", ["torch", "keras-tensorflow"])
+def test_a_one_thread_cell_reports_one_thread(framework, data_dir, tmp_path):
+    out = tmp_path / "cell.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "run_cell.py"),
+            "--task",
+            "mnist_mlp",
+            "--framework",
+            framework,
+            "--threads",
+            "1",
+            "--batch-size",
+            "32",
+            "--epochs",
+            "1",
+            "--steps-per-epoch",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--data",
+            str(data_dir / "mnist" / "manifest.json"),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    record = json.loads(out.read_text())
+    assert record["status"] == "ok", record["message"]
+    reported = record["environment"]["threads_reported"]
+    if framework == "torch":
+        assert reported == {"torch_num_threads": 1}
+    else:
+        assert reported == {"tf_intra_op_threads": 1, "tf_inter_op_threads": 1}
+    assert record["axes"]["threads"] == 1
+    assert record["provenance"]["settings"]["threads_resolved"] == 1
