@@ -14,8 +14,7 @@ from devicebench.data import prepare_dataset
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.tasks import TASKS
 
-SIZES = {"mnist": (256, 128), "cifar10": (256, 128), "imdb": (320, 128), "nietzsche": (384, 128)}
-CHANCE_MARGIN = {"image": 0.12, "binary_text": 0.12, "next_char": 0.08}
+SIZES = {"mnist": (256, 128), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +63,9 @@ def test_every_framework_learns_every_task_above_chance(probes):
         for task, result in tasks.items():
             spec = TASKS[task]
             classes = {"binary_text": 2, "next_char": 57}.get(spec.kind, spec.num_classes)
-            floor = 1.0 / classes + CHANCE_MARGIN[spec.kind]
+            chance = 1.0 / classes  # a uniform random guess
+            sigma = (chance * (1 - chance) / result["test_samples"]) ** 0.5
+            floor = chance + 3 * sigma
             assert result["accuracy"] > floor, f"{framework} {task}: {result} (floor {floor:.2f})"
 
 

@@ -102,5 +102,5 @@ def make_synthetic(seed: int, n: int, split: str) -> tuple[np.ndarray, np.ndarra
         rows[:, None, :, None],
         cols[:, None, None, :],
     ]
-    img = img * rng.uniform(0.6, 1.1, size=(n, 1, 1, 1)) + 0.15 * rng.standard_normal(img.shape)
+    img = img * rng.uniform(0.7, 1.1, size=(n, 1, 1, 1)) + 0.08 * rng.standard_normal(img.shape)
     return np.clip(np.rint(img * 255.0), 0, 255).astype(np.uint8), labels
