@@ -21,10 +21,10 @@ from devicebench.tasks import TASKS
 
 # task: (learning rate, optimizer steps of batch 32)
 PROBE = {
-    "mnist_mlp": (0.001, 8),
-    "mnist_cnn": (1.0, 8),
+    "mnist_mlp": (0.001, 32),
+    "mnist_cnn": (1.0, 24),
     "cifar10_cnn": (0.002, 24),
-    "imdb_fasttext": (0.02, 16),
+    "imdb_fasttext": (0.02, 32),
     "imdb_bilstm": (0.01, 12),
     "textgen_lstm": (0.01, 8),
 }

@@ -14,7 +14,7 @@ from devicebench.data import prepare_dataset
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.tasks import TASKS
 
-SIZES = {"mnist": (256, 128), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}
+SIZES = {"mnist": (1024, 256), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}
 
 
 @pytest.fixture(scope="module")
