@@ -74,7 +74,7 @@ def prepare_data(args: argparse.Namespace) -> dict[str, Path]:
     for task in args.tasks:
         name = TASKS[task].dataset
         biggest = max(
-            batch_sizes(t, args.batch_scale) for t in args.tasks if TASKS[t].dataset == name
+            max(batch_sizes(t, args.batch_scale)) for t in args.tasks if TASKS[t].dataset == name
         )
         if name not in manifests:
             folder = args.out / "data" / name
