@@ -14,6 +14,15 @@ include: "rules/cells.smk"
 include: "rules/aggregate.smk"
 
 
+# On a cluster only the cells are jobs; data preparation (which may download) and the
+# aggregates run where snakemake runs.
+localrules:
+    all,
+    prepare_data,
+    tables,
+    charts,
+
+
 rule all:
     default_target: True
     input:

@@ -3,7 +3,8 @@
 
 rule tables:
     input:
-        CELL_RECORDS,
+        records=CELL_RECORDS,
+        code=TABLES_CODE,
     output:
         expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"]),
     log:
@@ -20,6 +21,7 @@ rule charts:
     input:
         cells="results/tables/cells.csv",
         speedup="results/tables/speedup.csv",
+        code=CHARTS_CODE,
     output:
         CHARTS,
     log:

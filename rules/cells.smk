@@ -15,6 +15,10 @@ rule cell:
     threads: cell_threads
     resources:
         bench=1,
+        gpu=cell_gpus,
+        gpu_model=cell_gpu_model,
+        cpus_per_task=cell_threads,
+        **cell_cluster_resources(),
     params:
         args=cell_args,
     shell:

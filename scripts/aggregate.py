@@ -3,7 +3,7 @@
     python scripts/aggregate.py --records results/cells --tables results/tables --base cpu
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
-Writes cells, timing, speedup and quality tables, each as CSV and Markdown.
+Writes cells, timing, speedup, quality and environment tables, each as CSV and Markdown.
 """
 
 import argparse
@@ -15,6 +15,7 @@ if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
+from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
 from devicebench.aggregate.tables import quality_table, speedup_table, timing_table  # noqa: E402
 
 
@@ -67,6 +68,7 @@ def aggregate(paths: list[Path], tables_dir: Path, base: str) -> None:
         "timing": timing_table(cells),
         "speedup": speedup_table(cells, base),
         "quality": quality_table(cells),
+        "environment": environment_table(read_records(paths)),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)
@@ -85,7 +87,7 @@ def from_snakemake(smk) -> None:
     with open(smk.log[0], "w") as log:
         sys.stderr = log
         try:
-            aggregate([Path(p) for p in smk.input], Path(smk.output[0]).parent, smk.params.base)
+            aggregate([Path(p) for p in smk.input.records], Path(smk.output[0]).parent, smk.params.base)
         finally:
             sys.stderr = sys.__stderr__
 

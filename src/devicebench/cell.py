@@ -110,6 +110,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     else:
         print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
         result = _run_worker(settings, float(settings["timeout_s"]))
+        record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record.update(result)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
     write_atomic(out, record)

@@ -80,6 +80,7 @@ KNOWN_FLAGS = set(AXES) | {
     "seed",
     "timeout_s",
     "noise_cov",
+    "memory_limit_mb",
 }
 
 
@@ -124,6 +125,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "timeout_s": study["timeout_s"],
             "noise_cov": study["noise_cov"],
         }
+        if study.get("memory_limit_mb"):  # only when set, so other configs keep their hashes
+            run["memory_limit_mb"] = study["memory_limit_mb"]
         for model, framework, (device, threads), precision, batch, mode in itertools.product(
             models, study["frameworks"], devices, study["precisions"], batch_sizes, study["modes"]
         ):
