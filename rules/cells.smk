@@ -14,11 +14,11 @@ rule cell:
         "../envs/torch.yaml"
     threads: cell_threads
     resources:
+        **cell_cluster_resources(),
         bench=1,
         gpu=cell_gpus,
         gpu_model=cell_gpu_model,
         cpus_per_task=cell_threads,
-        **cell_cluster_resources(),
     params:
         args=cell_args,
     shell:
