@@ -15,7 +15,7 @@ rule cell:
     threads: cell_threads
     resources:
         **cell_cluster_resources(),
-        bench=1,
+        bench=cell_bench,
         gpu=cell_gpus,
         gpu_model=cell_gpu_model,
         cpus_per_task=cell_threads,

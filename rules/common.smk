@@ -69,6 +69,12 @@ def cell_threads(wildcards):
     return all_cores() if threads == "all" else threads
 
 
+def cell_bench(wildcards):
+    """The local `bench` slot (profiles/default limits it to 1): none on a cluster, where each
+    cell has its own allocation and slurm.exclusive is the timing hygiene."""
+    return 0 if workflow.non_local_exec else 1
+
+
 def cell_gpus(wildcards):
     """GPUs a cell asks the scheduler for: one for a CUDA cell, none otherwise."""
     return 1 if GRID[wildcards.cell].values["device"] == "cuda" else 0

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.workflow
 CONFIG = copy.deepcopy(TINY_CONFIG) | {
     "devices": {"cpu": {"threads": [1]}, "cuda": False},
     "exclude": [{"task": "mnist_cnn", "mode": "infer"}],
+    "slurm": {"mem_mb": 1000, "runtime_min": 10},  # small, so both CPUs run cells at once
 }
 
 
@@ -53,8 +54,6 @@ def test_every_cell_is_its_own_slurm_job_and_matches_a_local_run(cluster, tmp_pa
         "--slurm-logdir",
         str(on_slurm / "slurm_logs"),
         "--slurm-keep-successful-logs",
-        "--default-resources",
-        "mem_mb=1000",
     )
     assert "sbatch" in done.stdout + done.stderr or (on_slurm / "slurm_logs").exists()
     records = [json.loads(p.read_text()) for p in (on_slurm / "results" / "cells").rglob("*.json")]
