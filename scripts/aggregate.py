@@ -87,7 +87,8 @@ def from_snakemake(smk) -> None:
     with open(smk.log[0], "w") as log:
         sys.stderr = log
         try:
-            aggregate([Path(p) for p in smk.input.records], Path(smk.output[0]).parent, smk.params.base)
+            paths = [Path(p) for p in smk.input.records]
+            aggregate(paths, Path(smk.output[0]).parent, smk.params.base)
         finally:
             sys.stderr = sys.__stderr__
 

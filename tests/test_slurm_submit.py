@@ -62,12 +62,12 @@ def planned_cell_jobs(workdir) -> list[PlannedJob]:
 def sbatch_call(job: PlannedJob) -> str:
     """The plugin's sbatch command line for a job (account/partition as the executor adds them)."""
     validate_slurm_extra(job)
-    partition = job.resources.get("slurm_partition")
+    partition, account = job.resources.get("slurm_partition"), job.resources.get("slurm_account")
     params = {
         "run_uuid": "uuid",
         "slurm_logfile": "log/%j.log",
         "comment_str": "rule_cell",
-        "account": f" -A {job.resources['slurm_account']}" if "slurm_account" in job.resources else "",
+        "account": f" -A {account}" if account else "",
         "partition": f" -p {partition}" if partition else "",
         "workdir": "/work",
     }

@@ -13,8 +13,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run snakemake on the repository's Snakefile in `workdir` with workdir/config.yaml."""
+def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run snakemake on `workdir` (see `snakemake`)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     command = [
@@ -29,6 +29,12 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
         str(workdir / "config.yaml"),
         *args,
     ]
+    return command, env
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake on the repository's Snakefile in `workdir` with workdir/config.yaml."""
+    command, env = snakemake_command(workdir, *args)
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")

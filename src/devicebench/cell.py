@@ -58,6 +58,19 @@ def _worker_env(threads: int, device: str) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the worker, before exec: SIGKILL me when the runner dies, even by SIGKILL.
+
+    The worker has its own session (so a timeout can kill its whole group); without this, a
+    killed runner would leave it measuring on, disturbing the next cell's timings.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Run the worker; its result document, or a failure of our own making."""
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
@@ -65,7 +78,9 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         settings_path.write_text(json.dumps(settings))
         command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
         env = _worker_env(settings["threads_resolved"], settings["device"])
-        process = subprocess.Popen(command, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        )
         try:
             returncode = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

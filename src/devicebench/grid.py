@@ -122,11 +122,12 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "repetitions": study["repetitions"],
             "warmup_steps": study["warmup_steps"],
             "seed": study["seed"],
-            "timeout_s": study["timeout_s"],
+            "timeout_s": settings.get("timeout_s", study["timeout_s"]),
             "noise_cov": study["noise_cov"],
         }
-        if study.get("memory_limit_mb"):  # only when set, so other configs keep their hashes
-            run["memory_limit_mb"] = study["memory_limit_mb"]
+        memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
+        if memory_limit_mb:  # only when set, so other configs keep their hashes
+            run["memory_limit_mb"] = memory_limit_mb
         for model, framework, (device, threads), precision, batch, mode in itertools.product(
             models, study["frameworks"], devices, study["precisions"], batch_sizes, study["modes"]
         ):
