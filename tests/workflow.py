@@ -56,3 +56,9 @@ def planned_jobs(workdir: Path) -> dict[str, int]:
     counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE))
     counts.pop("total", None)
     return {rule: int(n) for rule, n in counts.items()}
+
+
+def planned_cells(workdir: Path) -> set[str]:
+    """The records (paths under results/cells) whose cell jobs a dry run plans."""
+    out = snakemake(workdir, "--dry-run", "--cores", "1").stdout
+    return set(re.findall(r"^rule cell:\n\s+input: .*\n\s+output: (\S+)$", out, flags=re.M))
