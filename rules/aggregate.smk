@@ -29,5 +29,5 @@ rule charts:
     conda:
         "../envs/report.yaml"
     shell:
-        "python {SCRIPTS}/charts.py --cells {input.cells} --speedup {input.speedup} "
+        "python {input.code[0]} --cells {input.cells} --speedup {input.speedup} "
         "--out results/charts > {log} 2>&1"
