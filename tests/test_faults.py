@@ -112,6 +112,15 @@ def test_out_of_memory_is_recorded_as_oom_and_the_grid_completes(faulty_run):
     assert "oom" in (workdir / "results" / "tables" / "timing.md").read_text()
 
 
+def test_the_environment_table_sums_up_the_hosts(faulty_run):
+    workdir, _ = faulty_run
+    environment = pd.read_csv(workdir / "results" / "tables" / "environment.csv")
+    assert len(environment) == 1 and environment.cells.iloc[0] == 5
+    row = environment.iloc[0]
+    assert row.cpu_model and "torch" in row.libraries and row.python.startswith("3.")
+    assert (workdir / "results" / "tables" / "environment.md").read_text().startswith("| hostname")
+
+
 def test_timed_sections_never_overlap(faulty_run):
     workdir, _ = faulty_run
     spans = sorted(

@@ -16,10 +16,11 @@ Layout (every key always present; values may be null where they do not apply)::
                       timed_start, timed_end (unix seconds)}
     throughput       {samples_per_s, samples_per_repetition}
     quality          {accuracy, f1_macro, f1_micro, loss}
-    memory           {peak_host_mb, peak_device_mb}
-    environment      {python, libraries: {..}, cpu_model, cpu_cores, threads, hostname,
-                      gpu_name, gpu_driver, cuda, cudnn, slurm_job_id}
-    provenance       {seed, config_hash, code_version, created}
+    memory           {peak_host_mb, peak_device_mb, limit: {limit_mb, baseline_mb, rlimit_as}}
+    environment      {python, libraries: {..}, cpu_model, cpu_flags: [..], cpu_cores, threads,
+                      memory_gb, hostname, gpu_name, gpu_driver, cuda, cudnn, slurm_job_id,
+                      slurm_partition}
+    provenance       {seed, config_hash, code_version, created, deterministic}
 """
 
 from __future__ import annotations
