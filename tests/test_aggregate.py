@@ -231,7 +231,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     run = [sys.executable, str(REPO / "scripts" / "aggregate.py"), "--tables", str(tables)]
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
-    assert names == {f"{n}.{e}" for n in ("cells", "timing", "speedup", "quality")
+    assert names == {f"{n}.{e}" for n in ("cells", "timing", "speedup", "quality", "environment")
                      for e in ("csv", "md")}  # fmt: skip
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
     subprocess.run([*run, *map(str, records[:3])], check=True)
