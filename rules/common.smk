@@ -1,11 +1,14 @@
 """Config check, grid expansion and the lookups the rules share."""
 
 import math
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
+
+
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
 from devicebench.config import ConfigError, check_config
@@ -42,6 +45,11 @@ DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 def dataset_settings(name):
     """A dataset's source and sizes from config (synthetic by default)."""
     return {"source": "synthetic"} | STUDY.get("datasets", {}).get(name, {})
+
+
+def script(name):
+    """A script's path relative to the working directory: stable params when the repo moves."""
+    return os.path.relpath(SCRIPTS / name)
 
 
 def cell_data(wildcards):
