@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--timeout-s", type=float, default=3600.0)
     run.add_argument("--noise-cov", type=float, default=0.1)
     run.add_argument("--dataset", help="dataset name (default: the task's)")
+    run.add_argument(
+        "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
+    )
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
@@ -100,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_s": args.timeout_s,
         "noise_cov": args.noise_cov,
     }
+    if args.profile:
+        settings["profile"] = 1
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)
