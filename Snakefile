@@ -19,3 +19,4 @@ rule all:
     input:
         TABLES,
         CHARTS,
+        REPORT,

@@ -17,15 +17,33 @@ try:
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
 
-TABLE_NAMES = ["cells", "timing", "speedup", "quality"]
+TABLE_NAMES = [
+    "cells",
+    "timing",
+    "speedup",
+    "quality",
+    "cost",
+    "efficiency",
+    "utilization",
+    "profile_ops",
+    "top_ops",
+]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
     "time_vs_batch",
+    "throughput_vs_batch",
     "speedup_vs_batch",
+    "cost_vs_batch",
     "throughput_per_cell",
     "accuracy_per_cell",
+    "mfu_per_cell",
+    "utilization_timeline",
+    "top_ops",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
+# Prices are an input of the aggregates only: editing them never reruns a cell.
+PRICES = STUDY.get("prices", str(Path(workflow.basedir) / "config" / "prices.yaml"))
+REPORT = ["results/report/index.html", "results/report/charts.json"]
 CELL_RECORDS = expand("results/cells/{cell}.json", cell=GRID)
 DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 

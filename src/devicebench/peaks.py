@@ -39,8 +39,16 @@ DATASHEET_PEAKS: list[tuple[str, dict[str, float], str]] = [
         {"fp32": 91.6, "tf32": 183.0, "bf16": 362.05, "fp16": 362.05},
         "NVIDIA L40S datasheet (dense)",
     ),
-    ("L4", {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}, "NVIDIA L4 datasheet (dense)"),
-    ("A10", {"fp32": 31.2, "tf32": 62.5, "bf16": 125.0, "fp16": 125.0}, "NVIDIA A10 datasheet (dense)"),
+    (
+        "L4",
+        {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0},
+        "NVIDIA L4 datasheet (dense)",
+    ),
+    (
+        "A10",
+        {"fp32": 31.2, "tf32": 62.5, "bf16": 125.0, "fp16": 125.0},
+        "NVIDIA A10 datasheet (dense)",
+    ),
     ("V100", {"fp32": 15.7, "fp16": 125.0}, "NVIDIA V100 SXM2 datasheet"),
     ("T4", {"fp32": 8.1, "fp16": 65.0}, "NVIDIA T4 datasheet"),
 ]

@@ -45,7 +45,9 @@ def profile_backend(backend: Any, settings: dict[str, Any], steps: int = PROFILE
         r["self_cpu_pct"] = 100.0 * r["self_cpu_ms"] / total_cpu
         r["self_device_pct"] = 100.0 * r["self_device_ms"] / total_device
     by_cpu = sorted(rows, key=lambda r: r["self_cpu_ms"], reverse=True)[:TOP_N]
-    by_device = sorted(rows, key=lambda r: r["self_device_ms"], reverse=True)[:TOP_N] if cuda else []
+    by_device = (
+        sorted(rows, key=lambda r: r["self_device_ms"], reverse=True)[:TOP_N] if cuda else []
+    )
     return {
         "steps": steps,
         "what": "train steps" if train else "inference batches",

@@ -95,7 +95,9 @@ def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
         base_cost.get((g, label), np.nan)
         for g, label in zip(bases["_group"], bases["base_label"], strict=True)
     ]
-    merged = work.merge(bases[["_group", "base_median_s", "base_cost_usd"]], on="_group", how="left")
+    merged = work.merge(
+        bases[["_group", "base_median_s", "base_cost_usd"]], on="_group", how="left"
+    )
     merged.index = df.index
     ok = merged["status"].eq("ok")
     df["relative_time"] = (merged["median_s"] / merged["base_median_s"]).where(ok)
