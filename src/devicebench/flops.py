@@ -7,12 +7,12 @@ records from any framework. Training counts one forward and one backward pass di
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 COUNT_BATCH = 2
 
 
-@lru_cache(maxsize=None)
+@cache
 def flops_per_sample(task: str, model: str, mode: str) -> float:
     """FLOPs one sample costs: forward + backward for `train`, forward for `infer` (or serve)."""
     import torch
