@@ -7,8 +7,6 @@ Writes results/report/index.html (one self-contained page: opens from disk, no n
 charts.json (the charts it embeds, for the browser test).
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib.util
 import sys

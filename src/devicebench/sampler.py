@@ -58,12 +58,16 @@ def sample_until_stdin_closes(interval_s: float, gpu_index: str | None) -> dict[
         "gpu_index": gpu_index,
     }
     print("ready", flush=True)
-    start = next_tick = time.monotonic()
+    start = next_tick = last = time.monotonic()
     while True:
         next_tick += interval_s
         ready, _, _ = select.select([sys.stdin], [], [], max(0.0, next_tick - time.monotonic()))
         if ready and not sys.stdin.readline():
-            break
+            # a last, partial interval: a section shorter than one interval still gets a sample
+            if time.monotonic() - last < 0.01 and timeline["t"]:
+                break
+            ready = "last"
+        last = time.monotonic()
         cores = psutil.cpu_percent(percpu=True)
         timeline["t"].append(round(time.monotonic() - start, 3))
         timeline["cpu_percent_per_core"].append([round(c, 1) for c in cores])
@@ -73,6 +77,8 @@ def sample_until_stdin_closes(interval_s: float, gpu_index: str | None) -> dict[
             timeline["gpu_util"].append(util)
             timeline["gpu_mem_mb"].append(mem)
             timeline["gpu_power_w"].append(power)
+        if ready == "last":
+            break
     return timeline
 
 
