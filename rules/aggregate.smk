@@ -36,8 +36,10 @@ rule charts:
         "results/logs/charts.log",
     conda:
         "../envs/report.yaml"
+    params:
+        script=SCRIPTS / "charts.py",
     shell:
-        "python {SCRIPTS}/charts.py --tables results/tables --out results/charts > {log} 2>&1"
+        "python {params.script} --tables results/tables --out results/charts > {log} 2>&1"
 
 
 rule report:
