@@ -47,7 +47,8 @@ def _vs_batch(df: pd.DataFrame, value: str, y_title: str, title: str) -> alt.Top
         panel=plotted["task"].astype(str) + " · " + plotted["mode"].astype(str),
         series=_series(plotted),
     )
-    extra = [c for c in ("cov", "noisy", "mfu", "cost_usd", "price_per_hour") if c in plotted]
+    extra = ["cov", "noisy", "mfu", "cost_usd", "price_per_hour", "relative_time", "relative_cost"]
+    extra = [c for c in extra if c in plotted]
     data = _data(plotted, ["panel", "series", value, *extra])
     chart = (
         alt.Chart(data)
