@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         "| device | task | batch | harness samples/s | harness + sampler samples/s | ratio "
-        "| samples per run |"
+        "| paired | samples per run |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     print(
         f"| {args.device} ({name}) | {args.task} | {args.batch_size} | {off:,.0f} | {on:,.0f} "
         f"| {on / off:.3f} | {paired:.3f} | {statistics.median(samples_taken):.0f} |"
