@@ -123,11 +123,12 @@ def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -
     bad = q[q["accuracy_agrees"].eq(False)] if "accuracy_agrees" in q else q.iloc[0:0]
     if bad.empty:
         compared = q["accuracy_spread"].notna().sum() if "accuracy_spread" in q else 0
-        devices = q["device_label"].nunique() if "device_label" in q else 0
+        ran = q[q["status"].eq("ok")] if "status" in q else q
+        devices = ran["device_label"].nunique() if "device_label" in ran else 0
         if devices > 1:
             out.append(f"Accuracy agrees across devices for all {compared} compared cells.")
         else:
-            out.append("Accuracy agreement not checked: only one device ran training cells.")
+            out.append("Accuracy agreement not checked: only one device ran training cells ok.")
     else:
         tol = float(bad["accuracy_tolerance"].iloc[0])
         listed = "; ".join(
