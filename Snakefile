@@ -28,3 +28,4 @@ rule all:
     input:
         TABLES,
         CHARTS,
+        REPORT,

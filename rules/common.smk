@@ -22,22 +22,48 @@ try:
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
 
-TABLE_NAMES = ["cells", "timing", "speedup", "quality", "environment"]
+TABLE_NAMES = [
+    "cells",
+    "timing",
+    "speedup",
+    "quality",
+    "environment",
+    "cost",
+    "efficiency",
+    "utilization",
+    "profile_ops",
+    "top_ops",
+]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
     "time_vs_batch",
+    "throughput_vs_batch",
     "speedup_vs_batch",
+    "cost_vs_batch",
     "throughput_per_cell",
     "accuracy_per_cell",
+    "mfu_per_cell",
+    "utilization_timeline",
+    "top_ops",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
+# Prices are an input of the aggregates only: editing them never reruns a cell.
+PRICES = STUDY.get("prices", str(Path(workflow.basedir) / "config" / "prices.yaml"))
+REPORT = ["results/report/index.html", "results/report/charts.json"]
 CELL_RECORDS = expand("results/cells/{cell}.json", cell=GRID)
 # The code the aggregates run, as inputs: editing it reruns tables or charts, never a cell.
 TABLES_CODE = [
     str(SCRIPTS / "aggregate.py"),
-    *sorted(str(p) for p in (SRC / "aggregate").glob("*.py") if p.name != "charts.py"),
+    *sorted(str(p) for p in (SRC / "aggregate").glob("*.py") if "charts" not in p.name),
 ]
-CHARTS_CODE = [str(SCRIPTS / "charts.py"), str(SRC / "aggregate" / "charts.py")]
+CHARTS_CODE = [
+    str(SCRIPTS / "charts.py"),
+    *sorted(str(p) for p in (SRC / "aggregate").glob("*charts.py")),
+]
+REPORT_CODE = [
+    str(SCRIPTS / "report.py"),
+    *sorted(str(p) for p in (SRC / "report").glob("*.py")),
+]
 SLURM = {"mem_mb": 16000, "exclusive": False} | STUDY.get("slurm", {})
 DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 

@@ -81,6 +81,7 @@ KNOWN_FLAGS = set(AXES) | {
     "timeout_s",
     "noise_cov",
     "memory_limit_mb",
+    "profile",
 }
 
 
@@ -139,7 +140,22 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 )
             )
             cells.append(make_cell(values, {}, run))
-    return _apply_exclusions(cells, study.get("exclude", []))
+    cells = _apply_exclusions(cells, study.get("exclude", []))
+    return _apply_profiles(cells, study.get("profile_cells", []))
+
+
+def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:
+    """Mark the cells `profile_cells` selects (partial cells) to run the profiler after timing.
+
+    Only marked cells gain the `profile` setting, so other cells' hashes and jobs are unchanged.
+    """
+    out = []
+    for cell in cells:
+        values = cell.values
+        if any(all(values.get(k) == v for k, v in rule.items()) for rule in wanted):
+            cell = Cell(axes=cell.axes, settings=(*cell.settings, ("profile", 1)))
+        out.append(cell)
+    return out
 
 
 def _apply_exclusions(cells: list[Cell], exclude: list[dict[str, Any]]) -> list[Cell]:

@@ -63,6 +63,14 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
+    # Outside the timed section: FLOPs of the torch twin, and the profiler on a few extra steps.
+    from devicebench.flops import model_flops
+
+    result["model"].update(model_flops(settings["task"], settings["model"]))
+    if settings.get("profile") and settings["framework"] == "torch":
+        from devicebench.profiling import profile_backend
+
+        result["profile"] = profile_backend(backend, settings)
     result["environment"] = environment.capture(int(settings["threads_resolved"]))
     result["environment"]["threads_reported"] = threads_reported
     result["status"], result["message"] = "ok", ""
