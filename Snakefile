@@ -14,8 +14,18 @@ include: "rules/cells.smk"
 include: "rules/aggregate.smk"
 
 
+# On a cluster only the cells are jobs; data preparation (which may download) and the
+# aggregates run where snakemake runs.
+localrules:
+    all,
+    prepare_data,
+    tables,
+    charts,
+
+
 rule all:
     default_target: True
     input:
         TABLES,
         CHARTS,
+        REPORT,

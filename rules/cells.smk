@@ -14,8 +14,13 @@ rule cell:
         cell_env
     threads: cell_threads
     resources:
-        bench=1,
+        **cell_cluster_resources(),
+        bench=cell_bench,
+        gpu=cell_gpus,
+        gpu_model=cell_gpu_model,
+        cpus_per_task=cell_threads,
     params:
+        script=script("run_cell.py"),
         args=cell_args,
     shell:
-        "python {SCRIPTS}/run_cell.py {params.args} --data {input.data} --out {output} > {log} 2>&1"
+        "python {params.script} {params.args} --data {input.data} --out {output} > {log} 2>&1"

@@ -1,10 +1,15 @@
 """Config check, grid expansion and the lookups the rules share."""
 
+import math
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
+
+
+SRC = Path(workflow.basedir) / "src" / "devicebench"
 
 from devicebench.config import ConfigError, check_config
 from devicebench.devices import host_cores
@@ -17,22 +22,60 @@ try:
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
 
-TABLE_NAMES = ["cells", "timing", "speedup", "quality"]
+TABLE_NAMES = [
+    "cells",
+    "timing",
+    "speedup",
+    "quality",
+    "environment",
+    "cost",
+    "efficiency",
+    "utilization",
+    "profile_ops",
+    "top_ops",
+]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
     "time_vs_batch",
+    "throughput_vs_batch",
     "speedup_vs_batch",
+    "cost_vs_batch",
     "throughput_per_cell",
     "accuracy_per_cell",
+    "mfu_per_cell",
+    "utilization_timeline",
+    "top_ops",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
+# Prices are an input of the aggregates only: editing them never reruns a cell.
+PRICES = STUDY.get("prices", str(Path(workflow.basedir) / "config" / "prices.yaml"))
+REPORT = ["results/report/index.html", "results/report/charts.json"]
 CELL_RECORDS = expand("results/cells/{cell}.json", cell=GRID)
+# The code the aggregates run, as inputs: editing it reruns tables or charts, never a cell.
+TABLES_CODE = [
+    str(SCRIPTS / "aggregate.py"),
+    *sorted(str(p) for p in (SRC / "aggregate").glob("*.py") if "charts" not in p.name),
+]
+CHARTS_CODE = [
+    str(SCRIPTS / "charts.py"),
+    *sorted(str(p) for p in (SRC / "aggregate").glob("*charts.py")),
+]
+REPORT_CODE = [
+    str(SCRIPTS / "report.py"),
+    *sorted(str(p) for p in (SRC / "report").glob("*.py")),
+]
+SLURM = {"mem_mb": 16000, "exclusive": False} | STUDY.get("slurm", {})
 DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 
 
 def dataset_settings(name):
     """A dataset's source and sizes from config (synthetic by default)."""
     return {"source": "synthetic"} | STUDY.get("datasets", {}).get(name, {})
+
+
+def script(name):
+    """A script's path relative to the working directory: stable params when the repo moves."""
+    return os.path.relpath(SCRIPTS / name)
 
 
 def cell_data(wildcards):
@@ -51,10 +94,60 @@ def cell_env(wildcards):
     return f"../envs/{GRID[wildcards.cell].values['framework']}.yaml"
 
 
+def all_cores():
+    """What thread count 'all' means: --cores locally; on a cluster, slurm.cpus_for_all."""
+    try:
+        return workflow.cores
+    except WorkflowError:  # a cluster executor runs without --cores
+        return SLURM.get("cpus_for_all", host_cores())
+
+
 def cell_threads(wildcards):
     """Cores a cell occupies: its thread count ('all' means every core)."""
     threads = GRID[wildcards.cell].values["threads"]
-    return workflow.cores if threads == "all" else threads
+    return all_cores() if threads == "all" else threads
+
+
+def cell_bench(wildcards):
+    """The local `bench` slot (profiles/default limits it to 1): none on a cluster, where each
+    cell has its own allocation and slurm.exclusive is the timing hygiene."""
+    return 0 if workflow.non_local_exec else 1
+
+
+def cell_gpus(wildcards):
+    """GPUs a cell asks the scheduler for: one for a CUDA cell, none otherwise."""
+    return 1 if GRID[wildcards.cell].values["device"] == "cuda" else 0
+
+
+def cell_gpu_model(wildcards):
+    """The configured GPU type for a CUDA cell ('' means any GPU, and nothing for a CPU cell)."""
+    return SLURM.get("gpu_model", "") if cell_gpus(wildcards) else ""
+
+
+def cell_partition(wildcards):
+    """slurm.gpu_partition for CUDA cells, slurm.partition for the rest."""
+    if cell_gpus(wildcards):
+        return SLURM["gpu_partition"]
+    return SLURM["partition"]
+
+
+def cell_cluster_resources():
+    """What each cell job asks SLURM for beyond its GPUs and CPUs (constants, cheap to plan).
+
+    Partition and account are set only when the config names them, so that a profile's or the
+    command line's default-resources (slurm_partition=..., slurm_account=...) apply otherwise.
+    """
+    runtime = SLURM.get("runtime_min", math.ceil(STUDY["timeout_s"] / 60) + 10)
+    resources = {"mem_mb": SLURM["mem_mb"], "runtime": runtime}
+    if "gpu_partition" in SLURM:
+        resources["slurm_partition"] = cell_partition
+    elif "partition" in SLURM:
+        resources["slurm_partition"] = SLURM["partition"]
+    if "account" in SLURM:
+        resources["slurm_account"] = SLURM["account"]
+    if SLURM["exclusive"]:
+        resources["slurm_extra"] = "--exclusive"
+    return resources
 
 
 def data_args(name, source):

@@ -9,7 +9,8 @@ rule prepare_data:
     conda:
         "../envs/torch.yaml"
     params:
+        script=script("prepare_data.py"),
         args=lambda wc: data_args(wc.dataset, wc.source),
     shell:
-        "python {SCRIPTS}/prepare_data.py --dataset {wildcards.dataset} "
+        "python {params.script} --dataset {wildcards.dataset} "
         "--source {wildcards.source} --out $(dirname {output}) {params.args} > {log} 2>&1"

@@ -3,7 +3,9 @@
     python scripts/aggregate.py --records results/cells --tables results/tables --base cpu
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
-Writes cells, timing, speedup and quality tables, each as CSV and Markdown.
+Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops
+and top_ops tables, each as CSV and Markdown. Prices (--prices) are read here, so a price change
+reruns only the aggregates.
 """
 
 import argparse
@@ -14,8 +16,12 @@ from pathlib import Path
 if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from devicebench.aggregate import analysis, timelines  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
+from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
 from devicebench.aggregate.tables import quality_table, speedup_table, timing_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,6 +47,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="base device for speedups: a label like cpu:16t or cuda, or a "
         "device name like cpu meaning its most-threaded cell (default: %(default)s)",
     )
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        default=REPO / "config" / "prices.yaml",
+        help="hourly prices per device profile (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="TASK=ACCURACY",
+        help="target accuracy of a task for cost-to-target (repeatable)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.02,
+        help="accuracy difference across devices above which a cell is flagged",
+    )
     return parser.parse_args(argv)
 
 
@@ -59,14 +84,29 @@ def record_paths(args: argparse.Namespace) -> list[Path]:
     return sorted(found)
 
 
-def aggregate(paths: list[Path], tables_dir: Path, base: str) -> None:
+def aggregate(
+    paths: list[Path],
+    tables_dir: Path,
+    base: str,
+    prices: Path | None = None,
+    targets: dict[str, float] | None = None,
+    tolerance: float = 0.02,
+) -> None:
     """Write every table for the records in `paths`."""
-    cells = collect_records(paths)
+    price_table = analysis.load_prices(prices or REPO / "config" / "prices.yaml")
+    cells = analysis.add_analysis(collect_records(paths), price_table, base, targets)
+    ops = timelines.profile_ops_table(paths)
     tables = {
         "cells": cells,
         "timing": timing_table(cells),
         "speedup": speedup_table(cells, base),
-        "quality": quality_table(cells),
+        "quality": analysis.add_agreement(quality_table(cells), tolerance),
+        "environment": environment_table(read_records(paths)),
+        "cost": analysis.cost_table(cells),
+        "efficiency": analysis.efficiency_table(cells),
+        "utilization": timelines.utilization_table(paths),
+        "profile_ops": ops,
+        "top_ops": timelines.top_ops_side_by_side(ops),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)
@@ -76,7 +116,8 @@ def aggregate(paths: list[Path], tables_dir: Path, base: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    aggregate(record_paths(args), args.tables, args.base)
+    targets = {k: float(v) for k, v in (item.split("=", 1) for item in args.target)}
+    aggregate(record_paths(args), args.tables, args.base, args.prices, targets, args.tolerance)
     return 0
 
 
@@ -85,7 +126,14 @@ def from_snakemake(smk) -> None:
     with open(smk.log[0], "w") as log:
         sys.stderr = log
         try:
-            aggregate([Path(p) for p in smk.input], Path(smk.output[0]).parent, smk.params.base)
+            aggregate(
+                [Path(p) for p in smk.input.records],
+                Path(smk.output[0]).parent,
+                smk.params.base,
+                Path(smk.input.prices),
+                dict(smk.params.targets),
+                float(smk.params.tolerance),
+            )
         finally:
             sys.stderr = sys.__stderr__
 

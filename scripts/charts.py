@@ -1,10 +1,11 @@
 """Draw the study's charts from the aggregated tables.
 
-    python scripts/charts.py --cells results/tables/cells.csv \
-        --speedup results/tables/speedup.csv --out results/charts
+    python scripts/charts.py --tables results/tables --out results/charts
+    python scripts/charts.py --cells results/tables/cells.csv --out results/charts
 
-Writes time_vs_batch, speedup_vs_batch, throughput_per_cell and accuracy_per_cell as
-self-contained HTML and PNG.
+Writes every chart of devicebench.aggregate.more_charts.CHART_NAMES (time, throughput, speedup
+and samples per dollar vs batch size, throughput, accuracy and TFLOP/s per cell, utilization
+timelines, top operators) as self-contained HTML and PNG.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from devicebench.aggregate.charts import write_charts  # noqa: E402
 from devicebench.aggregate.collect import read_table  # noqa: E402
+from devicebench.aggregate.more_charts import write_all_charts  # noqa: E402
 from devicebench.aggregate.tables import speedup_table  # noqa: E402
+from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", type=Path, required=True, help="cells.csv from aggregate.py")
+    parser.add_argument("--tables", type=Path, help="folder of aggregate.py's tables")
+    parser.add_argument("--cells", type=Path, help="cells.csv (default: TABLES/cells.csv)")
     parser.add_argument(
         "--speedup",
         type=Path,
@@ -44,11 +49,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
+    """The tables the charts draw; optional ones are empty when their file is absent."""
+    folder = args.tables
+    cells_path = args.cells or (folder / "cells.csv" if folder else None)
+    if cells_path is None:
+        raise SystemExit("give --tables or --cells")
+    cells = read_table(cells_path)
+    speedup_path = args.speedup or (folder / "speedup.csv" if folder else None)
+    if speedup_path and speedup_path.exists():
+        speedup = read_table(speedup_path)
+    else:
+        speedup = speedup_table(cells, args.base)
+    tables = {"cells": cells, "speedup": speedup}
+    for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
+        path = folder / f"{name}.csv" if folder else None
+        tables[name] = (
+            pd.read_csv(path) if path and path.exists() else pd.DataFrame(columns=columns)
+        )
+    return tables
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    cells = read_table(args.cells)
-    speedup = read_table(args.speedup) if args.speedup else speedup_table(cells, args.base)
-    written = write_charts(cells, speedup, args.out)
+    written = write_all_charts(load_tables(args), args.out)
     print(f"{len(written)} chart files -> {args.out}", file=sys.stderr)
     return 0
 

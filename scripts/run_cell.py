@@ -53,7 +53,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--seed", type=int, default=1234)
     run.add_argument("--timeout-s", type=float, default=3600.0)
     run.add_argument("--noise-cov", type=float, default=0.1)
+    run.add_argument(
+        "--memory-limit-mb",
+        type=int,
+        help="cap on the memory the cell may allocate once its framework is loaded (oom beyond)",
+    )
     run.add_argument("--dataset", help="dataset name (default: the task's)")
+    run.add_argument(
+        "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
+    )
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
@@ -102,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_s": args.timeout_s,
         "noise_cov": args.noise_cov,
     }
+    if args.memory_limit_mb:
+        settings["memory_limit_mb"] = args.memory_limit_mb
+    if args.profile:
+        settings["profile"] = 1
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)

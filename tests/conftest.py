@@ -37,6 +37,24 @@ def tiny_config() -> dict:
     return copy.deepcopy(TINY_CONFIG)
 
 
+@pytest.fixture(scope="session")
+def finished_study(tmp_path_factory) -> tuple[Path, dict]:
+    """A tiny study run for real once per session (shared by the workflow and report tests):
+    one CPU thread count, train and infer, one profiled cell, its own copy of the prices."""
+    from workflow import snakemake
+    from workflow import write_config as write_workflow_config
+
+    workdir = tmp_path_factory.mktemp("study")
+    config = copy.deepcopy(TINY_CONFIG)
+    config["target_accuracy"] = {"mnist_mlp": 0.05}
+    config["profile_cells"] = [{"task": "mnist_mlp", "mode": "train"}]
+    config["prices"] = "prices.yaml"
+    (workdir / "prices.yaml").write_text((REPO / "config" / "prices.yaml").read_text())
+    write_workflow_config(workdir, config)
+    snakemake(workdir, "--cores", "2")
+    return workdir, config
+
+
 def write_config(path: Path, config: dict) -> Path:
     """Write a config as YAML and return its path."""
     path.write_text(yaml.safe_dump(config, sort_keys=False))

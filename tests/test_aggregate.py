@@ -200,8 +200,8 @@ def test_markdown_and_csv_output(cells: pd.DataFrame, tmp_path: Path) -> None:
     assert back.device_label.tolist() == cells.device_label.tolist()
 
 
-def _check_charts(paths: list[Path]) -> None:
-    assert len(paths) == 8
+def _check_charts(paths: list[Path], count: int = 8) -> None:
+    assert len(paths) == count
     for path in paths:
         assert path.exists() and path.stat().st_size > 0
         if path.suffix == ".png":
@@ -231,8 +231,9 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     run = [sys.executable, str(REPO / "scripts" / "aggregate.py"), "--tables", str(tables)]
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
-    assert names == {f"{n}.{e}" for n in ("cells", "timing", "speedup", "quality")
-                     for e in ("csv", "md")}  # fmt: skip
+    tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
+                      "utilization", "profile_ops", "top_ops")  # fmt: skip
+    assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
     subprocess.run([*run, *map(str, records[:3])], check=True)
     assert len(pd.read_csv(tables / "cells.csv")) == 3
@@ -241,6 +242,6 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
         *("--cells", str(tables / "cells.csv"), "--speedup", str(tables / "speedup.csv")),
     ]
     subprocess.run(chart_cmd, check=True)
-    _check_charts(sorted(charts.iterdir()))
+    _check_charts(sorted(charts.iterdir()), count=18)  # every chart of more_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout

@@ -57,6 +57,11 @@ BAD = [
     ("datasets.mnist.source", "path", ["datasets.mnist.path", "required"]),
     ("tasks", {}, ["tasks"]),
     ("frameworks", KeyError, ["frameworks", "required"]),
+    ("memory_limit_mb", 0, ["memory_limit_mb", "0"]),
+    ("tasks.mnist_mlp.timeout_s", -1, ["tasks.mnist_mlp.timeout_s", "-1"]),
+    ("slurm", {"partiton": "gpu"}, ["slurm", "partiton", "unknown key"]),
+    ("slurm", {"mem_mb": "lots"}, ["slurm.mem_mb", "lots"]),
+    ("slurm", {"gpu_model": "h100:2"}, ["slurm.gpu_model", "h100:2"]),
 ]
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import pandas as pd
 import pytest
-from workflow import REPO, planned_jobs, snakemake, write_config
+from workflow import REPO, planned_cells, planned_jobs, snakemake, write_config
 
 from devicebench.config import load_config
 from devicebench.grid import expand_grid
@@ -21,7 +22,7 @@ def test_default_config_dry_runs(tmp_path):
     jobs = planned_jobs(tmp_path)
     cells = expand_grid(load_config(REPO / "config" / "config.yaml"))
     assert jobs["cell"] == len(cells)
-    assert jobs["tables"] == jobs["charts"] == 1
+    assert jobs["tables"] == jobs["charts"] == jobs["report"] == 1
     assert jobs["prepare_data"] == len(load_config(REPO / "config" / "config.yaml")["datasets"])
 
 
@@ -35,15 +36,9 @@ def test_a_bad_config_stops_before_any_job(tmp_path, tiny_config):
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    """A tiny study run for real: one model step count, one CPU thread, train and infer."""
-    from conftest import TINY_CONFIG
-
-    workdir = tmp_path_factory.mktemp("study")
-    config = copy.deepcopy(TINY_CONFIG)
-    write_config(workdir, config)
-    snakemake(workdir, "--cores", "2")
-    return workdir, config
+def finished_run(finished_study):
+    """The session's tiny study run (see conftest.finished_study)."""
+    return finished_study
 
 
 def test_tiny_run_produces_ok_rows_tables_and_charts(finished_run):
@@ -104,4 +99,56 @@ def test_one_more_batch_size_plans_one_cell_and_the_aggregates(finished_run):
         jobs = planned_jobs(workdir)
     finally:
         write_config(workdir, config)
-    assert jobs == {"cell": 1, "tables": 1, "charts": 1, "all": 1}
+    assert jobs == {"cell": 1, "tables": 1, "charts": 1, "report": 1, "all": 1}
+
+
+def _planned_with(workdir, config, changed) -> tuple[dict[str, int], set[str]]:
+    """Jobs and cells a dry run plans for `changed`; the finished run's config is put back."""
+    write_config(workdir, changed)
+    try:
+        return planned_jobs(workdir), planned_cells(workdir)
+    finally:
+        write_config(workdir, config)
+
+
+def test_adding_a_device_plans_only_its_cells(finished_run):
+    workdir, config = finished_run
+    changed = copy.deepcopy(config)
+    changed["devices"]["cpu"]["threads"] = [1, 2]
+    jobs, cells = _planned_with(workdir, config, changed)
+    assert jobs == {"cell": 4, "tables": 1, "charts": 1, "report": 1, "all": 1}
+    assert all("/device~cpu/threads~2/" in cell for cell in cells) and len(cells) == 4
+
+
+def test_changing_one_tasks_epochs_plans_only_that_tasks_cells(finished_run):
+    workdir, config = finished_run
+    changed = copy.deepcopy(config)
+    changed["tasks"]["mnist_cnn"]["epochs"] = 2
+    jobs, cells = _planned_with(workdir, config, changed)
+    expected = {
+        f"results/cells/{cell.cell_id}.json"
+        for cell in expand_grid(load_config(workdir / "config.yaml"))
+        if cell.values["task"] == "mnist_cnn"
+    }
+    assert cells == expected and jobs["cell"] == len(expected)
+    assert jobs["tables"] == jobs["charts"] == jobs["report"] == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("src/devicebench/aggregate/charts.py", {"charts": 1, "report": 1, "all": 1}),
+        ("src/devicebench/aggregate/tables.py", {"tables": 1, "charts": 1, "report": 1, "all": 1}),
+        ("src/devicebench/report/page.py", {"report": 1, "all": 1}),
+    ],
+)
+def test_editing_aggregate_code_reruns_aggregates_never_cells(finished_run, code, expected):
+    workdir, _ = finished_run
+    path = REPO / code
+    text, before = path.read_bytes(), path.stat()
+    path.write_bytes(text + b"\n# edited by a test\n")  # Snakemake compares content, not mtime
+    try:
+        assert planned_jobs(workdir) == expected
+    finally:
+        path.write_bytes(text)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))

@@ -13,8 +13,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run snakemake on the repository's Snakefile in `workdir` with workdir/config.yaml."""
+def snakemake_command(workdir: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run snakemake on `workdir` (see `snakemake`)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     command = [
@@ -29,6 +29,12 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
         str(workdir / "config.yaml"),
         *args,
     ]
+    return command, env
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake on the repository's Snakefile in `workdir` with workdir/config.yaml."""
+    command, env = snakemake_command(workdir, *args)
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
@@ -50,3 +56,9 @@ def planned_jobs(workdir: Path) -> dict[str, int]:
     counts = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.MULTILINE))
     counts.pop("total", None)
     return {rule: int(n) for rule, n in counts.items()}
+
+
+def planned_cells(workdir: Path) -> set[str]:
+    """The records (paths under results/cells) whose cell jobs a dry run plans."""
+    out = snakemake(workdir, "--dry-run", "--cores", "1").stdout
+    return set(re.findall(r"^rule cell:\n\s+input: .*\n\s+output: (\S+)$", out, flags=re.M))

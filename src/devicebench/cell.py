@@ -64,6 +64,19 @@ def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str
     return env
 
 
+def _die_with_parent() -> None:
+    """In the worker, before exec: SIGKILL me when the runner dies, even by SIGKILL.
+
+    The worker has its own session (so a timeout can kill its whole group); without this, a
+    killed runner would leave it measuring on, disturbing the next cell's timings.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Run the worker; its result document, or a failure of our own making."""
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
@@ -71,7 +84,9 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         settings_path.write_text(json.dumps(settings))
         command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
         env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
-        process = subprocess.Popen(command, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        )
         try:
             returncode = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -116,6 +131,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     else:
         print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
         result = _run_worker(settings, float(settings["timeout_s"]))
+        record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record.update(result)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
     write_atomic(out, record)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from devicebench.metrics import classification_scores
+from devicebench.sampler import Sampler
 from devicebench.tasks import get_task
 from devicebench.timing import latency_percentiles, summarize
 
@@ -79,6 +80,7 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     log(f"warm-up done: first call {timings['first_call_s']:.3f} s")
     rep_times, epoch_times = [], []
     bar = _progress(reps, "train")
+    sampler = _sampler(settings)
     timed_start = time.time()
     for rep in range(reps):
         backend.new_model(seed)
@@ -97,11 +99,12 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         if bar:
             bar.update()
     timed_end = time.time()
+    utilization = sampler.stop()
     if bar:
         bar.close()
     samples = steps * batch * epochs
     predicted, loss = backend.evaluate()
-    return _result(
+    result = _result(
         backend,
         settings,
         timings,
@@ -115,6 +118,7 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         epoch_s=epoch_times,
         steps_per_epoch=steps,
     )
+    return result | {"utilization": utilization}
 
 
 def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
@@ -131,6 +135,7 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     timings = _warmup(backend, int(settings["warmup_steps"]), lambda: backend.infer_batches(1))
     rep_times, latencies = [], []
     bar = _progress(reps, "infer")
+    sampler = _sampler(settings)
     timed_start = time.time()
     for rep in range(reps):
         start = time.perf_counter()
@@ -141,11 +146,12 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         if bar:
             bar.update()
     timed_end = time.time()
+    utilization = sampler.stop()
     if bar:
         bar.close()
     predicted, loss = backend.evaluate()
     timings["latency_ms"] = latency_percentiles(latencies)
-    return _result(
+    result = _result(
         backend,
         settings,
         timings,
@@ -157,6 +163,13 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         predicted,
         loss,
     )
+    return result | {"utilization": utilization}
+
+
+def _sampler(settings: dict[str, Any]) -> Sampler:
+    """The utilization sampler (a separate process) around the timed section only."""
+    enabled = bool(settings.get("sample_utilization", True))
+    return Sampler(str(settings["device"]), enabled=enabled).start()
 
 
 def _result(

@@ -14,6 +14,25 @@ from importlib import metadata
 from typing import Any
 
 LIBRARIES = ("torch", "numpy", "keras", "tensorflow", "tensorflow-cpu", "devicebench")
+# Instruction-set features that change deep-learning speed on a CPU (x86 and Arm names).
+CPU_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "sve",
+    "sve2",
+)
 
 
 def cpu_model() -> str:
@@ -26,6 +45,19 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The CPU_FLAGS this CPU has (from /proc/cpuinfo), in CPU_FLAGS' order."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    present = set(line.split(":", 1)[1].split())
+                    return [flag for flag in CPU_FLAGS if flag in present]
+    except OSError:
+        pass
+    return []
 
 
 def library_versions() -> dict[str, str]:
@@ -75,12 +107,14 @@ def capture(threads: int | None = None) -> dict[str, Any]:
         "platform": platform.platform(),
         "libraries": library_versions(),
         "cpu_model": cpu_model(),
+        "cpu_flags": cpu_flags(),
         "cpu_cores": cores,
         "cpu_physical_cores": physical,
         "threads": threads,
         "memory_gb": round(memory / 2**30, 1),
         "hostname": socket.gethostname(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     env.update(gpu_facts())

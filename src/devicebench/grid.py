@@ -80,6 +80,8 @@ KNOWN_FLAGS = set(AXES) | {
     "seed",
     "timeout_s",
     "noise_cov",
+    "memory_limit_mb",
+    "profile",
 }
 
 
@@ -121,9 +123,12 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "repetitions": study["repetitions"],
             "warmup_steps": study["warmup_steps"],
             "seed": study["seed"],
-            "timeout_s": study["timeout_s"],
+            "timeout_s": settings.get("timeout_s", study["timeout_s"]),
             "noise_cov": study["noise_cov"],
         }
+        memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
+        if memory_limit_mb:  # only when set, so other configs keep their hashes
+            run["memory_limit_mb"] = memory_limit_mb
         # A task's own extra axes (e.g. lstm_kernel), from `tasks.<task>.<axis>s` or the default.
         extra_axes = [
             [(axis, value) for value in settings.get(f"{axis}s", values[:1])]
@@ -146,7 +151,22 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 )
             )
             cells.append(make_cell(values, dict(extra), run))
-    return _apply_exclusions(cells, study.get("exclude", []))
+    cells = _apply_exclusions(cells, study.get("exclude", []))
+    return _apply_profiles(cells, study.get("profile_cells", []))
+
+
+def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:
+    """Mark the cells `profile_cells` selects (partial cells) to run the profiler after timing.
+
+    Only marked cells gain the `profile` setting, so other cells' hashes and jobs are unchanged.
+    """
+    out = []
+    for cell in cells:
+        values = cell.values
+        if any(all(values.get(k) == v for k, v in rule.items()) for rule in wanted):
+            cell = Cell(axes=cell.axes, settings=(*cell.settings, ("profile", 1)))
+        out.append(cell)
+    return out
 
 
 def _apply_exclusions(cells: list[Cell], exclude: list[dict[str, Any]]) -> list[Cell]:

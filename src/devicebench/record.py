@@ -16,10 +16,18 @@ Layout (every key always present; values may be null where they do not apply)::
                       timed_start, timed_end (unix seconds)}
     throughput       {samples_per_s, samples_per_repetition}
     quality          {accuracy, f1_macro, f1_micro, loss}
-    memory           {peak_host_mb, peak_device_mb}
-    environment      {python, libraries: {..}, cpu_model, cpu_cores, threads, hostname,
-                      gpu_name, gpu_driver, cuda, cudnn, slurm_job_id}
-    provenance       {seed, config_hash, code_version, created}
+    memory           {peak_host_mb, peak_device_mb, limit: {limit_mb, baseline_mb, rlimit_as}}
+    environment      {python, libraries: {..}, cpu_model, cpu_flags: [..], cpu_cores, threads,
+                      memory_gb, hostname, gpu_name, gpu_driver, cuda, cudnn, slurm_job_id,
+                      slurm_partition}
+    provenance       {seed, config_hash, code_version, created, deterministic}
+    model            {parameters, fit_loop, flops_per_sample_train, flops_per_sample_infer}
+    utilization      (ok cells) {interval_s, t: [..], cpu_percent_mean: [..],
+                      cpu_percent_per_core: [[..], ..], gpu_util, gpu_mem_mb, gpu_power_w: [..],
+                      summary: {cpu_util_mean, cpu_util_peak, gpu_util_mean, gpu_util_peak, ..}}
+                      sampled at ~10 Hz by a separate process during the timed section only
+    profile          (cells in config profile_cells) {steps, what, activities,
+                      top_self_cpu: [{op, calls, self_cpu_ms, self_device_ms, ..}], top_self_device}
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from devicebench import driver, environment
+from devicebench import driver, environment, limits
 from devicebench.record import write_atomic
 from devicebench.tasks import get_task
 
@@ -46,10 +46,27 @@ def make_backend(settings: dict[str, Any], dataset: Any):
     raise ValueError(f"unknown framework {framework!r}")
 
 
+def set_determinism(settings: dict[str, Any]) -> bool:
+    """Deterministic kernels for CPU cells, so a rerun with the same seed scores the same.
+
+    GPU cells keep the fast (possibly nondeterministic) kernels they are timed with; the record
+    says which applied.
+    """
+    if settings["framework"] != "torch":
+        return False
+    import torch
+
+    deterministic = settings["device"] == "cpu"
+    torch.use_deterministic_algorithms(deterministic, warn_only=True)
+    return deterministic
+
+
 def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
     from devicebench.data import load_dataset
 
+    deterministic = set_determinism(settings)  # first: it imports more of the framework
+    cap = limits.apply_memory_limit(settings)
     dataset = load_dataset(
         settings["data"],
         train_samples=settings.get("train_samples"),
@@ -58,6 +75,17 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     result = run(backend, settings, dataset)
+    limits.lift_memory_limit()
+    result["memory"]["limit"] = cap
+    result["deterministic"] = deterministic
+    # Outside the timed section: FLOPs of the torch twin, and the profiler on a few extra steps.
+    from devicebench.flops import model_flops
+
+    result["model"].update(model_flops(settings["task"], settings["model"]))
+    if settings.get("profile") and settings["framework"] == "torch":
+        from devicebench.profiling import profile_backend
+
+        result["profile"] = profile_backend(backend, settings)
     result["environment"] = environment.capture(int(settings["threads_resolved"]))
     result["environment"]["threads_reported"] = threads_reported
     result["status"], result["message"] = "ok", ""
@@ -70,11 +98,14 @@ def main(argv: list[str]) -> int:
     try:
         result = measure(settings)
     except Exception as error:  # noqa: BLE001 - every failure becomes a record, the grid goes on
+        limits.lift_memory_limit()
         traceback.print_exc()
-        oom = isinstance(error, MemoryError) or "out of memory" in str(error).lower()
+        oom = limits.is_oom(error)
+        cap = settings.get("memory_limit_mb")
+        why = f" (memory_limit_mb={cap})" if oom and cap else ""
         result = {
             "status": "oom" if oom else "error",
-            "message": f"{type(error).__name__}: {error}",
+            "message": f"{type(error).__name__}: {error}{why}",
             "environment": environment.capture(int(settings["threads_resolved"])),
         }
     write_atomic(result_path, result)

@@ -32,17 +32,33 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
         iqr_lo=(plotted["median_s"] - plotted["iqr_s"].fillna(0) / 2).clip(lower=0),
         iqr_hi=plotted["median_s"] + plotted["iqr_s"].fillna(0) / 2,
     )
-    data = _data(plotted, ["panel", "series", "iqr_lo", "iqr_hi", "median_s", "iqr_s"])
+    if "noisy" in plotted:  # a noisy cell (CoV above noise_cov) is drawn as a cross
+        plotted["noisy"] = plotted["noisy"].map(lambda v: "noisy" if _truthy(v) else "steady")
+    cols = ["panel", "series", "iqr_lo", "iqr_hi", "median_s", "iqr_s", "cov", "noisy"]
+    data = _data(plotted, cols)
     x = _batch_axis(plotted)
     y_title = "median s (bars: median ± IQR/2)"
     color = alt.Color("device_label:N", title="device")
-    tooltip = _tooltip(plotted, ["median_s", "iqr_s", "samples_per_s"])
+    tooltip = _tooltip(plotted, ["median_s", "iqr_s", "cov", "samples_per_s"])
+    shape = alt.Shape(
+        "noisy:N",
+        title="CoV flag",
+        scale=alt.Scale(domain=["steady", "noisy"], range=["circle", "cross"]),
+    )
     line = (
         alt.Chart()
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("median_s:Q", title=y_title), color=color, detail="series:N")
         .encode(tooltip=tooltip)
     )
+    if "noisy" in plotted:
+        line = alt.layer(
+            line,
+            alt.Chart()
+            .mark_point(size=60, filled=True)
+            .encode(x=x, y="median_s:Q")
+            .encode(color=color, shape=shape, tooltip=tooltip),
+        )
     bars = (
         alt.Chart()
         .mark_errorbar(ticks=True)

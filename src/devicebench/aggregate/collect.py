@@ -24,6 +24,11 @@ TAIL_COLUMNS = """
     peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
     slurm_job_id seed config_hash code_version timed_start timed_end cell_id
 """.split()
+# Utilization (sampled during the timed section) and model FLOPs, from the record.
+USAGE_COLUMNS = """
+    cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
+    flops_per_sample
+""".split()
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
@@ -31,14 +36,29 @@ CONTEXT_COLUMNS = """
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
+# Columns the analysis stage adds (cost from prices, FLOP/s against peaks, agreement).
+ANALYSIS_COLUMNS = """
+    price_per_hour cost_usd samples_per_usd relative_time relative_cost target_accuracy
+    cost_to_target_usd achieved_tflops peak_tflops mfu peak_source base_cost_usd
+    accuracy_agrees accuracy_tolerance
+""".split()
 KNOWN_COLUMNS = frozenset(
-    [*LEAD_COLUMNS, "device_label", *TAIL_COLUMNS, *CONTEXT_COLUMNS, *DERIVED_COLUMNS]
+    [
+        *LEAD_COLUMNS,
+        "device_label",
+        *TAIL_COLUMNS,
+        *USAGE_COLUMNS,
+        *CONTEXT_COLUMNS,
+        *DERIVED_COLUMNS,
+        *ANALYSIS_COLUMNS,
+    ]
 )
 # Measured numbers are meaningless for a cell that did not finish, so they are blanked there.
 MEASURED_COLUMNS = tuple(
     """
     median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions
     p50_ms p90_ms p99_ms loss perplexity
+    cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
     """.split()
 )
 INT_COLUMNS = tuple(
@@ -47,14 +67,15 @@ INT_COLUMNS = tuple(
 FLOAT_COLUMNS = (
     *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions")),
     *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
-    *"base_median_s speedup accuracy_spread".split(),
+    *"base_median_s speedup accuracy_spread flops_per_sample".split(),
+    *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
 )
-BOOL_COLUMNS = ("noisy", "synthetic")
+BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id config_hash code_version cell_id
-    base_label base_status note
+    base_label base_status note peak_source
     """.split()
 )
 
@@ -76,7 +97,14 @@ def collect_records(paths: Iterable[Path]) -> pd.DataFrame:
     """Read every record into one tidy frame; unreadable files become `error` rows."""
     rows = [_row(Path(p)) for p in paths]
     extras = sorted({k for row in rows for k in row if k not in KNOWN_COLUMNS})
-    columns = [*LEAD_COLUMNS, "device_label", *extras, *TAIL_COLUMNS, *CONTEXT_COLUMNS]
+    columns = [
+        *LEAD_COLUMNS,
+        "device_label",
+        *extras,
+        *TAIL_COLUMNS,
+        *USAGE_COLUMNS,
+        *CONTEXT_COLUMNS,
+    ]
     df = pd.DataFrame(rows, columns=columns)
     df = _coerce(df)
     if not df.empty:
@@ -184,9 +212,26 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(env, key)
     for key in ("seed", "config_hash", "code_version", "created"):
         row[key] = _get(provenance, key)
+    row.update(_usage(record, row))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
     return row
+
+
+def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Utilization summary and FLOPs per sample (counted now on the torch twin if absent)."""
+    utilization = _section(record, "utilization")
+    summary = _section(utilization, "summary")
+    out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
+    mode = "train" if row.get("mode") == "train" else "infer"
+    flops = _get(_section(record, "model"), f"flops_per_sample_{mode}")
+    if _missing(flops) and record.get("status") == "ok":
+        from devicebench.flops import model_flops
+
+        counted = model_flops(str(row.get("task")), str(row.get("model")))
+        flops = _get(counted, f"flops_per_sample_{mode}")
+    out["flops_per_sample"] = flops
+    return out
 
 
 def _coerce(df: pd.DataFrame) -> pd.DataFrame:

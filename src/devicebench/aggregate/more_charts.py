@@ -1,0 +1,180 @@
+"""The write-up's further charts (throughput, cost, FLOP/s, utilization, operators) and the
+registry of every chart, so the charts rule and the HTML report draw the same set.
+
+Each chart function takes the tables it needs and returns an Altair chart; `all_charts` builds
+the whole set for a (possibly task-filtered) set of tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from devicebench.aggregate import charts as base
+from devicebench.aggregate.charts import (
+    _batch_axis,
+    _data,
+    _empty,
+    _series,
+    _split,
+    _title,
+    _tooltip,
+    save_chart,
+)
+
+CHART_NAMES = [
+    "time_vs_batch",
+    "throughput_vs_batch",
+    "speedup_vs_batch",
+    "cost_vs_batch",
+    "throughput_per_cell",
+    "accuracy_per_cell",
+    "mfu_per_cell",
+    "utilization_timeline",
+    "top_ops",
+]
+
+
+def _vs_batch(df: pd.DataFrame, value: str, y_title: str, title: str) -> alt.TopLevelMixin:
+    """One line per device and series against a log batch axis, a panel per task and mode."""
+    plotted, subtitle = _split(df, value)
+    title = _title(title, plotted)
+    if plotted.empty:
+        return _empty(title, subtitle)
+    plotted = plotted.assign(
+        panel=plotted["task"].astype(str) + " · " + plotted["mode"].astype(str),
+        series=_series(plotted),
+    )
+    extra = ["cov", "noisy", "mfu", "cost_usd", "price_per_hour", "relative_time", "relative_cost"]
+    extra = [c for c in extra if c in plotted]
+    data = _data(plotted, ["panel", "series", value, *extra])
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=_batch_axis(plotted),
+            y=alt.Y(f"{value}:Q", scale=alt.Scale(type="log"), title=y_title),
+            color=alt.Color("device_label:N", title="device"),
+            detail="series:N",
+            tooltip=_tooltip(plotted, [value, *[c for c in extra if c != "noisy"]]),
+        )
+        .properties(width=360, height=220)
+        .facet(row=alt.Row("panel:N", title=None))
+        .resolve_scale(y="independent")
+    )
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def throughput_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Samples per second against batch size, per device."""
+    return _vs_batch(cells, "samples_per_s", "samples/s", "Throughput vs batch size")
+
+
+def cost_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Samples per dollar against batch size, per device (prices from config/prices.yaml)."""
+    return _vs_batch(
+        cells, "samples_per_usd", "samples per US$", "Samples per dollar vs batch size"
+    )
+
+
+def mfu_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Achieved model TFLOP/s per cell; MFU (against the datasheet peak) in the tooltip."""
+    plotted, subtitle = _split(cells, "achieved_tflops")
+    title = _title("Achieved model TFLOP/s per cell (MFU where a datasheet peak exists)", plotted)
+    return base._bars(plotted, "achieved_tflops", "TFLOP/s", title, subtitle, unit_range=False)
+
+
+def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
+    """CPU (mean over cores) and GPU utilization over each cell's timed section."""
+    title = "Utilization during the timed section (sampled at ~10 Hz)"
+    if timeline.empty:
+        return _empty(title, ["no utilization samples"])
+    df = timeline.copy()
+    df["cell"] = (
+        df["device_label"].astype(str) + " b" + df["batch_size"].astype(str) + " " + df["mode"]
+    )
+    long = df.melt(
+        id_vars=["task", "cell", "t"],
+        value_vars=[c for c in ("cpu_percent_mean", "gpu_util") if df[c].notna().any()],
+        var_name="metric",
+        value_name="percent",
+    ).dropna(subset=["percent"])
+    long["metric"] = long["metric"].map({"cpu_percent_mean": "CPU %", "gpu_util": "GPU SM %"})
+    chart = (
+        alt.Chart(alt.Data(values=long.to_dict(orient="records")))
+        .mark_line()
+        .encode(
+            x=alt.X("t:Q", title="seconds into the timed section"),
+            y=alt.Y("percent:Q", scale=alt.Scale(domain=[0, 100]), title="utilization %"),
+            color=alt.Color("cell:N", title="cell"),
+            strokeDash=alt.StrokeDash("metric:N", title="metric"),
+            tooltip=["task:N", "cell:N", "metric:N", "t:Q", "percent:Q"],
+        )
+        .properties(width=420, height=180)
+        .facet(row=alt.Row("task:N", title=None))
+        .resolve_scale(x="independent")
+    )
+    return chart.properties(title=title)
+
+
+def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
+    """Share of self time of the top operators, CPU (self CPU) and GPU (self CUDA) side by side."""
+    title = "Top operators by self time (torch.profiler), CPU vs GPU"
+    if ops.empty:
+        return _empty(title, ["no profiled cells (config profile_cells)"])
+    df = ops[ops["rank"] <= 10].copy()
+    df["panel"] = (
+        df["task"].astype(str)
+        + " b"
+        + df["batch_size"].astype(str)
+        + " "
+        + df["mode"].astype(str)
+        + " · "
+        + df["device_label"].astype(str)
+        + " ("
+        + df["ranked_by"].astype(str)
+        + ")"
+    )
+    df["op"] = df["op"].astype(str).str.slice(0, 60)
+    data = alt.Data(values=df[["panel", "op", "self_pct", "self_ms", "calls"]].to_dict("records"))
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("self_pct:Q", title="% of self time"),
+            y=alt.Y("op:N", sort="-x", title=None, axis=alt.Axis(labelLimit=300)),
+            tooltip=["op:N", "self_pct:Q", "self_ms:Q", "calls:Q"],
+        )
+        .properties(width=260, height=200)
+        .facet(facet=alt.Facet("panel:N", title=None), columns=2)
+        .resolve_scale(y="independent")
+    )
+    return chart.properties(title=title)
+
+
+def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
+    """Every chart of the write-up, from the aggregate tables (cells, speedup, ...)."""
+    cells, speedup = tables["cells"], tables["speedup"]
+    return {
+        "time_vs_batch": base.time_vs_batch(cells),
+        "throughput_vs_batch": throughput_vs_batch(cells),
+        "speedup_vs_batch": base.speedup_vs_batch(speedup),
+        "cost_vs_batch": cost_vs_batch(cells),
+        "throughput_per_cell": base.throughput_per_cell(cells),
+        "accuracy_per_cell": base.accuracy_per_cell(cells),
+        "mfu_per_cell": mfu_per_cell(cells),
+        "utilization_timeline": utilization_timeline(tables["utilization"]),
+        "top_ops": top_ops(tables["profile_ops"]),
+    }
+
+
+def write_all_charts(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """Every chart as offline HTML and PNG under `out_dir`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, chart in all_charts(tables).items():
+        written.extend(save_chart(chart, out_dir / name))
+    return written

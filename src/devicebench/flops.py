@@ -1,0 +1,45 @@
+"""Model FLOPs per sample, counted by torch.utils.flop_counter on the torch twin of a task's model.
+
+Every framework's model of a task has the same architecture, so the torch twin's count serves
+records from any framework. Training counts one forward and one backward pass directly (not the
+3x-forward rule of thumb); inference counts one forward pass. Optimizer updates are not counted.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+COUNT_BATCH = 2
+
+
+@cache
+def flops_per_sample(task: str, model: str, mode: str) -> float:
+    """FLOPs one sample costs: forward + backward for `train`, forward for `infer` (or serve)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from devicebench.frameworks.torch_models import INPUT_SHAPES, build_model
+
+    net = build_model(task, model, seed=0)
+    x = torch.randn(COUNT_BATCH, *INPUT_SHAPES[task])
+    counter = FlopCounterMode(display=False)
+    if mode == "train":
+        net.train()
+        with counter:
+            net(x).sum().backward()
+    else:
+        net.eval()
+        with torch.no_grad(), counter:
+            net(x)
+    return counter.get_total_flops() / COUNT_BATCH
+
+
+def model_flops(task: str, model: str) -> dict[str, float | None]:
+    """Both counts for a record's model section; None where the count fails (no torch twin)."""
+    try:
+        return {
+            "flops_per_sample_train": flops_per_sample(task, model, "train"),
+            "flops_per_sample_infer": flops_per_sample(task, model, "infer"),
+        }
+    except (ImportError, KeyError):
+        return {"flops_per_sample_train": None, "flops_per_sample_infer": None}

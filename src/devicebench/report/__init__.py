@@ -1,0 +1,25 @@
+"""The HTML write-up: findings computed from the aggregate tables, and the self-contained page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
+
+REPORT_TABLES = ("cells", "speedup", "timing", "cost", "quality", "efficiency", "top_ops")
+
+
+def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
+    """The aggregate tables the write-up needs, read back with their dtypes."""
+    folder = Path(folder)
+    tables = {name: read_table(folder / f"{name}.csv") for name in REPORT_TABLES}
+    for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
+        path = folder / f"{name}.csv"
+        tables[name] = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=columns)
+    if "accuracy_agrees" in tables["quality"]:
+        agrees = tables["quality"]["accuracy_agrees"]
+        tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)
+    return tables

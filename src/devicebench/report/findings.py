@@ -1,0 +1,174 @@
+"""Findings computed from the aggregate tables: every sentence of the write-up's findings comes
+from the data of the run, never from hand-written text, so a new run rewrites them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from devicebench.aggregate.collect import format_value
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"].eq("ok")] if "status" in df else df
+
+
+def _cell(row: pd.Series) -> str:
+    return f"{row['device_label']}, batch {format_value(row['batch_size'])}, {row['mode']}"
+
+
+def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
+    """Per mode: the batch size from which the GPU beats the base (CPU) at every larger size."""
+    rows = speedup[speedup["task"].eq(task)]
+    gpu = rows[rows["device_label"].astype(str).str.startswith(("cuda", "mps"))]
+    if gpu.empty:
+        return []
+    out = []
+    for (mode, label), part in gpu.groupby(["mode", "device_label"], sort=True):
+        done = part[part["speedup"].notna()].sort_values("batch_size")
+        if done.empty:
+            statuses = ", ".join(sorted(set(part["status"].astype(str))))
+            out.append(f"{label} {mode}: no GPU timing to compare (status: {statuses}).")
+            continue
+        base = str(done["base_label"].iloc[0])
+        wins = done["speedup"].to_numpy() > 1.0
+        sizes = done["batch_size"].astype(int).to_list()
+        best = done.loc[done["speedup"].idxmax()]
+        if wins.all():
+            what = f"faster than {base} at every batch size measured ({sizes[0]}–{sizes[-1]})"
+        elif not wins.any():
+            what = f"slower than {base} at every batch size measured ({sizes[0]}–{sizes[-1]})"
+        else:
+            losing = [i for i, w in enumerate(wins) if not w]
+            start = losing[-1] + 1
+            what = (
+                f"faster than {base} from batch size {sizes[start]} on"
+                if start < len(sizes)
+                else f"faster than {base} only at some batch sizes, not from one size on"
+            )
+        out.append(
+            f"{label} {mode}: {what}; largest speedup {best['speedup']:.2f}× at batch "
+            f"{int(best['batch_size'])}."
+        )
+    return out
+
+
+def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
+    """Per mode: the configuration with the most samples per dollar, and cost to target."""
+    rows = _ok(cells[cells["task"].eq(task)])
+    out = []
+    for mode, part in rows.groupby("mode", sort=True):
+        priced = part[part["samples_per_usd"].notna()]
+        if priced.empty:
+            out.append(f"{mode}: no priced cell (see config/prices.yaml).")
+            continue
+        best = priced.loc[priced["samples_per_usd"].idxmax()]
+        fastest = part.loc[part["samples_per_s"].idxmax()]
+        out.append(
+            f"{mode}: cheapest is {_cell(best)} at {best['samples_per_usd']:,.0f} samples per "
+            f"US$ (US${best['cost_usd']:.3g} per timed repetition); fastest is "
+            f"{_cell(fastest)} at {fastest['samples_per_s']:,.0f} samples/s."
+        )
+    train = rows[rows["mode"].eq("train")]
+    if not train.empty and train["target_accuracy"].notna().any():
+        target = float(train["target_accuracy"].dropna().iloc[0])
+        reached = train[train["cost_to_target_usd"].notna()]
+        if reached.empty:
+            out.append(f"No training cell reached the target accuracy {target:.3g}.")
+        else:
+            best = reached.loc[reached["cost_to_target_usd"].idxmin()]
+            out.append(
+                f"{len(reached)} of {len(train)} training cells reached accuracy {target:.3g}; "
+                f"cheapest to target: {_cell(best)} at US${best['cost_to_target_usd']:.3g}."
+            )
+    return out
+
+
+def efficiency(cells: pd.DataFrame, task: str) -> list[str]:
+    """Highest achieved TFLOP/s (with MFU where a peak is known) and mean utilization."""
+    rows = _ok(cells[cells["task"].eq(task)])
+    out = []
+    flops = rows[rows["achieved_tflops"].notna()]
+    if not flops.empty:
+        best = flops.loc[flops["achieved_tflops"].idxmax()]
+        mfu = (
+            f", MFU {best['mfu']:.1%} of the {best['peak_tflops']:g} TFLOP/s datasheet peak"
+            if pd.notna(best["mfu"])
+            else " (no datasheet peak for this device, so no MFU)"
+        )
+        out.append(
+            f"Highest achieved model throughput: {best['achieved_tflops']:.3g} TFLOP/s "
+            f"({_cell(best)}){mfu}."
+        )
+    for label, part in rows.groupby("device_label", sort=True):
+        cpu, gpu = part["cpu_util_mean"].mean(), part["gpu_util_mean"].mean()
+        parts = [f"CPU {cpu:.0f} %" if pd.notna(cpu) else ""]
+        parts.append(f"GPU SM {gpu:.0f} %" if pd.notna(gpu) else "")
+        text = ", ".join(p for p in parts if p)
+        if text:
+            out.append(f"{label}: mean utilization during timed sections {text}.")
+    return out
+
+
+def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -> list[str]:
+    """Noisy cells (CoV above the threshold) and accuracy disagreements across devices."""
+    rows = _ok(cells[cells["task"].eq(task)])
+    out = []
+    noisy = rows[rows["noisy"].fillna(False).astype(bool)]
+    if noisy.empty:
+        out.append(f"No noisy cell: every CoV is at most the threshold ({len(rows)} ok cells).")
+    else:
+        listed = "; ".join(f"{_cell(r)} (CoV {r['cov']:.0%})" for _, r in noisy.iterrows())
+        out.append(f"{len(noisy)} noisy cell(s), CoV above the threshold: {listed}.")
+    q = quality[quality["task"].eq(task)]
+    bad = q[q["accuracy_agrees"].eq(False)] if "accuracy_agrees" in q else q.iloc[0:0]
+    if bad.empty:
+        compared = q["accuracy_spread"].notna().sum() if "accuracy_spread" in q else 0
+        ran = q[q["status"].eq("ok")] if "status" in q else q
+        devices = ran["device_label"].nunique() if "device_label" in ran else 0
+        if devices > 1:
+            out.append(f"Accuracy agrees across devices for all {compared} compared cells.")
+        else:
+            out.append("Accuracy agreement not checked: only one device ran training cells ok.")
+    else:
+        tol = float(bad["accuracy_tolerance"].iloc[0])
+        listed = "; ".join(
+            f"batch {format_value(r['batch_size'])}: spread {r['accuracy_spread']:.3f}"
+            for _, r in bad.drop_duplicates(["batch_size", "precision"]).iterrows()
+        )
+        out.append(f"Accuracy DISAGREES across devices (tolerance {tol:g}): {listed}.")
+    return out
+
+
+def top_operator(ops: pd.DataFrame, task: str) -> list[str]:
+    """The operator each profiled device spends most of its self time in."""
+    rows = ops[ops["task"].eq(task) & ops["rank"].eq(1)] if not ops.empty else ops
+    return [
+        f"{r['device_label']} (batch {format_value(r['batch_size'])}, {r['mode']}): top operator "
+        f"{r['op']} with {r['self_pct']:.0f} % of {r['ranked_by'].replace('_', ' ')} time."
+        for _, r in rows.iterrows()
+    ]
+
+
+def task_findings(tables: dict[str, pd.DataFrame], task: str) -> list[str]:
+    """Every finding for one task, in reading order."""
+    cells = tables["cells"]
+    return [
+        *gpu_crossover(tables["speedup"], task),
+        *cheapest(cells, task),
+        *efficiency(cells, task),
+        *noise_and_agreement(cells, tables["quality"], task),
+        *top_operator(tables["profile_ops"], task),
+    ]
+
+
+def study_findings(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Headline counts for the whole run."""
+    cells = tables["cells"]
+    counts = cells["status"].value_counts().to_dict()
+    statuses = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    out = [f"{len(cells)} cells: {statuses}."]
+    skipped = cells[cells["status"].eq("skipped")]
+    if not skipped.empty:
+        reasons = sorted(set(skipped["message"].astype(str)))
+        out.append(f"Skipped cells ({len(skipped)}): {'; '.join(reasons)}.")
+    return out

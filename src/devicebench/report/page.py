@@ -1,0 +1,204 @@
+"""The write-up as one self-contained HTML page: it opens from disk with no network.
+
+Vega, Vega-Lite and vega-embed are inlined once (vl-convert's bundle, the same one Altair inlines
+into a single chart), and every chart's spec carries its data inline. A charts manifest next to the
+page lists the charts drawn, so a browser test can check that each one rendered.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from devicebench.aggregate.collect import format_value
+from devicebench.aggregate.more_charts import all_charts
+from devicebench.report import findings
+
+REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
+QUESTION = (
+    "When does a GPU beat a CPU for deep-learning training and inference, by how much, at what "
+    "cost, and how well does each use its hardware? Each cell of the grid (task × model × "
+    "framework × device × threads × precision × batch size × mode) ran in a fresh process; this "
+    "page is generated from that run's records."
+)
+DEFINITIONS = [
+    "Time: median of the timed repetitions (warm-up excluded); IQR and CoV over repetitions; "
+    "a cell whose CoV exceeds noise_cov is flagged noisy (⚠ in tables, a cross in charts).",
+    "Cost of a cell (cost_usd): the hourly price of what it occupies (prices file) × its median "
+    "repetition time; samples per US$: throughput × 3600 / hourly price; relative time and cost "
+    "divide by the base configuration's. Cost to target: the training run's cost when its "
+    "final held-out accuracy reaches the task's target accuracy.",
+    "Achieved TFLOP/s: model FLOPs per sample (counted by torch.utils.flop_counter on the torch "
+    "model: forward + backward for training, forward for inference) × samples/s. MFU: achieved "
+    "/ the device's datasheet dense peak at the cell's precision; empty where no datasheet peak "
+    "exists (CPUs).",
+    "Utilization: CPU per core (psutil) and GPU SM utilization, memory and power (NVML), "
+    "sampled at ~10 Hz by a separate process during the timed section only.",
+    "Agreement: training cells that differ only in device must reach accuracies within the "
+    "tolerance; a larger spread is flagged, not hidden.",
+]
+TABLES_SHOWN = {
+    "timing": "Timing and noise",
+    "cost": "Cost",
+    "quality": "Accuracy and agreement",
+    "efficiency": "Utilization, achieved FLOP/s and MFU",
+    "top_ops": "Top operators by self time (CPU vs GPU, side by side)",
+}
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}.flag{color:#b00;font-weight:bold}
+.chart{margin:1em 0}.scroll{overflow-x:auto}nav a{margin-right:1em}
+li{margin:.2em 0}.note{color:#555;font-size:13px}
+"""
+
+
+def javascript_bundle() -> str:
+    """vega + vega-lite + vega-embed, as Altair inlines them, for the Vega-Lite Altair targets."""
+    import vl_convert
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    return vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
+
+
+def for_task(tables: dict[str, pd.DataFrame], task: str) -> dict[str, pd.DataFrame]:
+    """The tables restricted to one task."""
+    return {
+        name: df[df["task"].astype(str).eq(task)] if "task" in df else df
+        for name, df in tables.items()
+    }
+
+
+def table_html(df: pd.DataFrame, flags: dict[str, str] | None = None) -> str:
+    """A table with values as in the Markdown tables; truthy `flags` columns get a ⚠ mark."""
+    if df.empty:
+        return '<p class="note">(no rows)</p>'
+    shown = df.drop(columns=[c for c in ("synthetic", "message") if c in df])
+    text = shown.map(format_value)
+    for column, label in (flags or {}).items():
+        if column in df:
+            marks = df[column].map(lambda v, lab=label: f"⚠ {lab}" if v is True else "")
+            text.insert(0, "flag", marks.to_numpy())
+    body = text.to_html(index=False, escape=True, border=0)
+    body = body.replace("<td>⚠", '<td class="flag">⚠')
+    return f'<div class="scroll">{body}</div>'
+
+
+def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any]) -> str:
+    """Machines, versions and what was synthetic, from the records' environment columns."""
+
+    def distinct(column: str) -> str:
+        if column not in cells:
+            return "—"
+        values = sorted({str(v) for v in cells[column].dropna() if str(v) not in ("", "nan")})
+        return ", ".join(values) or "—"
+
+    data = cells.drop_duplicates(["dataset", "source"]) if "dataset" in cells else cells.iloc[0:0]
+    datasets = "; ".join(
+        f"{r['dataset']} ({r['source']}{', SYNTHETIC' if r['synthetic'] is True else ''}: "
+        f"{format_value(r.get('train_samples'))} train / {format_value(r.get('test_samples'))} "
+        "test samples)"
+        for _, r in data.iterrows()
+    )
+    items = {
+        "study": study.get("study", "—"),
+        "hosts": distinct("hostname"),
+        "CPU": f"{distinct('cpu_model')} ({distinct('cpu_cores')} logical cores)",
+        "GPU": f"{distinct('gpu_name')} (driver {distinct('gpu_driver')}, CUDA {distinct('cuda')})",
+        "software": f"torch {distinct('torch_version')}, Python {distinct('python')}",
+        "code version": distinct("code_version"),
+        "data": datasets or "—",
+        "measurement": (
+            f"{study.get('repetitions')} timed repetitions after {study.get('warmup_steps')} "
+            f"warm-up steps; noisy above CoV {study.get('noise_cov')}; speedup base "
+            f"{study.get('speedup_base')}; accuracy tolerance {study.get('accuracy_tolerance')}"
+        ),
+        "prices": f"{prices.get('source', 'user prices')} ({prices.get('currency', 'USD')})",
+    }
+    rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+        for k, v in items.items()
+    )
+    synthetic = bool(cells.get("synthetic", pd.Series(dtype=bool)).eq(True).any())
+    note = (
+        "<p class='flag'>Data in this run is SYNTHETIC (deterministic, learnable, real shapes): "
+        "speed is meaningful, accuracy only shows that training works.</p>"
+        if synthetic
+        else ""
+    )
+    return f"<table>{rows}</table>{note}"
+
+
+def build_page(
+    tables: dict[str, pd.DataFrame], study: dict[str, Any], prices: dict[str, Any]
+) -> tuple[str, list[dict[str, str]]]:
+    """The page's HTML and its charts manifest (one entry per embedded chart)."""
+    cells = tables["cells"]
+    tasks = list(dict.fromkeys(cells["task"].dropna().astype(str)))
+    specs: list[dict[str, Any]] = []
+    manifest: list[dict[str, str]] = []
+    sections = []
+    for task in tasks:
+        part = for_task(tables, task)
+        bullets = "".join(f"<li>{html.escape(f)}</li>" for f in findings.task_findings(part, task))
+        blocks = [f'<h2 id="task-{task}">Task {html.escape(task)}</h2>']
+        blocks.append(f"<h3>Findings</h3><ul>{bullets}</ul>")
+        flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
+        for name, title in TABLES_SHOWN.items():
+            df = part[name]
+            if name == "quality" and "accuracy_agrees" in df:
+                df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))
+            blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
+        blocks.append("<h3>Charts</h3>")
+        for name, chart in all_charts(part).items():
+            chart_id = f"chart-{len(specs)}"
+            specs.append(chart.to_dict())
+            manifest.append({"id": chart_id, "task": task, "chart": name})
+            blocks.append(f'<div class="chart" id="{chart_id}" data-chart="{name}"></div>')
+        sections.append("\n".join(blocks))
+    nav = " ".join(f'<a href="#task-{t}">{html.escape(t)}</a>' for t in tasks)
+    study_bullets = "".join(f"<li>{html.escape(f)}</li>" for f in findings.study_findings(tables))
+    definitions = "".join(f"<li>{html.escape(d)}</li>" for d in DEFINITIONS)
+    embed = (
+        "const specs = " + json.dumps(specs).replace("</", "<\\/") + ";\n"
+        "const ids = " + json.dumps([m["id"] for m in manifest]) + ";\n"
+        "window.chartsRendered = 0;\n"
+        "ids.forEach((id, i) => vegaEmbed('#' + id, specs[i], "
+        "{mode: 'vega-lite', renderer: 'svg', actions: false})"
+        ".then(() => { window.chartsRendered += 1; })"
+        ".catch((e) => console.error('chart ' + id + ': ' + e)));\n"
+    )
+    title = f"devicebench write-up: {study.get('study', 'study')}"
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{STYLE}</style>
+<script type="text/javascript">{javascript_bundle()}</script></head>
+<body><h1>{html.escape(title)}</h1><nav>{nav}</nav>
+<h2>The question</h2><p>{html.escape(QUESTION)}</p>
+<h2>Setup</h2>{setup_html(cells, study, prices)}
+<h2>The run</h2><ul>{study_bullets}</ul>
+<h2>Definitions</h2><ul class="note">{definitions}</ul>
+{"".join(sections)}
+<script type="text/javascript">{embed}</script>
+</body></html>
+"""
+    if REMOTE.search(page):
+        raise RuntimeError("the write-up references the network; it must be self-contained")
+    return page, manifest
+
+
+def write_report(
+    tables: dict[str, pd.DataFrame], study: dict[str, Any], prices: dict[str, Any], out: Path
+) -> Path:
+    """Write index.html and charts.json into `out`; return the page's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    page, manifest = build_page(tables, study, prices)
+    (out / "index.html").write_text(page)
+    (out / "charts.json").write_text(json.dumps({"charts": manifest}, indent=1) + "\n")
+    return out / "index.html"

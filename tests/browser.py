@@ -1,0 +1,91 @@
+"""Open the write-up in a real headless Chromium (Debian's, driven by Playwright) and report what
+rendered: the number of Vega views, console errors, and a screenshot.
+
+Chromium and Playwright are installed when missing (apt-get and pip; never `playwright install`,
+which downloads a browser from the network). `ensure_browser` returns why it cannot, if so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+PLAYWRIGHT = "playwright==1.65.2"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RENDERED = ".vega-embed svg.marks, .vega-embed canvas.marks"
+
+
+def _run(command: list[str]) -> bool:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    return done.returncode == 0
+
+
+def ensure_browser() -> str | None:
+    """Install chromium and playwright when missing; None when ready, else the reason not."""
+    if not Path(CHROMIUM).exists():
+        if shutil.which("apt-get") is None:
+            return "no /usr/bin/chromium and no apt-get to install it"
+        sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+        _run([*sudo, "apt-get", "update", "-qq"])
+        if not _run([*sudo, "apt-get", "install", "-y", "-qq", "chromium"]):
+            return "apt-get install chromium failed"
+    if importlib.util.find_spec("playwright") is None:
+        if not _run([sys.executable, "-m", "pip", "install", "-q", PLAYWRIGHT]):
+            return f"pip install {PLAYWRIGHT} failed"
+        importlib.invalidate_caches()
+    return None
+
+
+def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any]:
+    """Load the page from disk; wait until `expected` charts rendered (or time out)."""
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.on(
+                "request",
+                lambda r: requests.append(r.url) if r.url.startswith(("http:", "https:")) else None,
+            )
+            page.goto(page_path.resolve().as_uri(), wait_until="load")
+            try:
+                page.wait_for_function(
+                    f"window.chartsRendered >= {expected}", timeout=120_000, polling=250
+                )
+            except Exception as error:  # noqa: BLE001 - reported through the counts below
+                errors.append(f"timed out waiting for charts: {error}")
+            views = page.locator(RENDERED).count()
+            embeds = page.locator(".vega-embed").count()
+            rendered = page.evaluate("window.chartsRendered")
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    return {
+        "views": views,
+        "embeds": embeds,
+        "rendered": rendered,
+        "errors": errors,
+        "requests": requests,
+    }

@@ -1,0 +1,135 @@
+"""Cost, FLOPs, peaks, agreement, operator tables, findings and the sampler, on small inputs."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from devicebench.aggregate import analysis
+from devicebench.aggregate.timelines import top_ops_side_by_side
+from devicebench.flops import flops_per_sample
+from devicebench.peaks import device_peak
+from devicebench.report import findings
+from devicebench.sampler import Sampler
+
+PRICES = {
+    "cpu": {"per_vcpu_hour": 0.05},
+    "cuda": [{"match": "H100", "per_hour": 4.0}, {"match": "", "per_hour": 2.0}],
+}
+
+
+def test_mlp_flops_are_counted_not_guessed():
+    forward = 2 * (784 * 512 + 512 * 512 + 512 * 10)
+    assert flops_per_sample("mnist_mlp", "mlp", "infer") == forward
+    train = flops_per_sample("mnist_mlp", "mlp", "train")
+    # backward is about twice the forward, less the input gradient of the first layer
+    assert 2 * forward < train < 3 * forward
+
+
+def test_device_peaks_are_datasheet_figures():
+    assert device_peak("cuda", "NVIDIA H100 80GB HBM3", "bf16")[0] == pytest.approx(989.4)
+    assert device_peak("cuda", "NVIDIA H100 80GB HBM3", "fp32")[0] == 67.0
+    assert device_peak("cuda", "NVIDIA H100 PCIe", "fp32")[0] == 51.0
+    assert device_peak("cpu", None, "fp32") == (None, "")
+    assert device_peak("cuda", "Unknown GPU", "fp32") == (None, "")
+
+
+def _cells() -> pd.DataFrame:
+    rows = []
+    for device, threads, gpu, median in (("cpu", 4, None, 2.0), ("cuda", 16, "NVIDIA H100", 0.5)):
+        rows.append(
+            dict(
+                task="mnist_mlp",
+                model="mlp",
+                framework="torch",
+                device=device,
+                threads=threads,
+                device_label=f"cpu:{threads}t" if device == "cpu" else device,
+                precision="fp32",
+                batch_size=128,
+                mode="train",
+                status="ok",
+                median_s=median,
+                samples_per_s=1000 / median,
+                accuracy=0.9,
+                gpu_name=gpu,
+                flops_per_sample=1e9,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_cost_relative_cost_and_mfu():
+    cells = analysis.add_analysis(_cells(), PRICES, "cpu", {"mnist_mlp": 0.85})
+    cpu, gpu = cells.iloc[0], cells.iloc[1]
+    assert cpu.price_per_hour == pytest.approx(0.2) and gpu.price_per_hour == 4.0
+    assert cpu.cost_usd == pytest.approx(0.2 * 2.0 / 3600)
+    assert gpu.samples_per_usd == pytest.approx(2000 * 3600 / 4.0)
+    assert gpu.relative_time == pytest.approx(0.25)
+    assert gpu.relative_cost == pytest.approx((4.0 * 0.5) / (0.2 * 2.0))
+    assert gpu.achieved_tflops == pytest.approx(2.0)
+    assert gpu.mfu == pytest.approx(2.0 / 67.0) and math.isnan(cpu.mfu)
+    assert cells.cost_to_target_usd.notna().all()
+    missed = analysis.add_analysis(_cells(), PRICES, "cpu", {"mnist_mlp": 0.95})
+    assert missed.cost_to_target_usd.isna().all()
+
+
+def test_disagreement_is_flagged():
+    quality = pd.DataFrame({"accuracy_spread": [0.01, 0.05, np.nan]})
+    flagged = analysis.add_agreement(quality, 0.02)
+    assert flagged.accuracy_agrees.tolist()[:2] == [True, False]
+    assert pd.isna(flagged.accuracy_agrees.iloc[2])
+
+
+def test_gpu_crossover_names_the_batch_size_from_which_the_gpu_wins():
+    speedup = pd.DataFrame(
+        {
+            "task": "t",
+            "mode": "train",
+            "device_label": "cuda",
+            "status": "ok",
+            "base_label": "cpu:16t",
+            "batch_size": [32, 64, 128, 256],
+            "speedup": [0.5, 1.2, 0.9, 3.0],
+        }
+    )
+    (line,) = findings.gpu_crossover(speedup, "t")
+    assert "from batch size 256 on" in line and "3.00×" in line
+
+
+def test_top_ops_side_by_side():
+    ops = pd.DataFrame(
+        {
+            "task": "t",
+            "model": "m",
+            "framework": "torch",
+            "precision": "fp32",
+            "batch_size": 32,
+            "mode": "train",
+            "device_label": ["cpu:2t", "cpu:2t", "cuda"],
+            "ranked_by": ["self_cpu", "self_cpu", "self_device"],
+            "rank": [1, 2, 1],
+            "op": ["aten::mm", "aten::add", "sgemm"],
+            "calls": 1,
+            "self_ms": [3.0, 1.0, 0.5],
+            "self_pct": [75.0, 25.0, 100.0],
+        }
+    )
+    wide = top_ops_side_by_side(ops)
+    assert wide["cpu:2t op"].tolist() == ["aten::mm", "aten::add"]
+    assert wide["cuda op"].iloc[0] == "sgemm" and pd.isna(wide["cuda op"].iloc[1])
+
+
+def test_sampler_process_records_a_timeline():
+    sampler = Sampler("cpu", interval_s=0.05).start()
+    time.sleep(0.4)
+    result = sampler.stop()
+    assert 3 <= result["summary"]["samples"] <= 12
+    assert len(result["cpu_percent_per_core"][0]) >= 1
+    assert 0 <= result["summary"]["cpu_util_mean"] <= 100
+    assert result["gpu_util"] == [] and result["summary"]["gpu_util_mean"] is None
+    assert Sampler("cpu", enabled=False).start().stop() is None
