@@ -39,7 +39,7 @@ rule charts:
     conda:
         "../envs/report.yaml"
     params:
-        script=script("charts.py"),
+        script=script_path("charts.py"),
     shell:
         "python {params.script} --tables results/tables --out results/charts > {log} 2>&1"
 

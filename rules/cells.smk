@@ -20,7 +20,7 @@ rule cell:
         gpu_model=cell_gpu_model,
         cpus_per_task=cell_threads,
     params:
-        script=script("run_cell.py"),
+        script=script_path("run_cell.py"),
         args=cell_args,
     shell:
         "python {params.script} {params.args} --data {input.data} --out {output} > {log} 2>&1"

@@ -73,7 +73,7 @@ def dataset_settings(name):
     return {"source": "synthetic"} | STUDY.get("datasets", {}).get(name, {})
 
 
-def script(name):
+def script_path(name):
     """A script's path relative to the working directory: stable params when the repo moves."""
     return os.path.relpath(SCRIPTS / name)
 

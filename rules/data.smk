@@ -9,7 +9,7 @@ rule prepare_data:
     conda:
         "../envs/torch.yaml"
     params:
-        script=script("prepare_data.py"),
+        script=script_path("prepare_data.py"),
         args=lambda wc: data_args(wc.dataset, wc.source),
     shell:
         "python {params.script} --dataset {wildcards.dataset} "
