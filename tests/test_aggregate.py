@@ -245,3 +245,11 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     _check_charts(sorted(charts.iterdir()), count=18)  # every chart of more_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout
+
+
+def test_requested_thread_count_is_not_an_axis(tmp_path: Path) -> None:
+    """Records keep the requested count ('all' for a GPU cell's host); speedups still pair up."""
+    cpu = make_record(tmp_path, device="cpu", threads=12, median_s=2.0, threads_requested=12)
+    gpu = make_record(tmp_path, device="cuda", threads=4, median_s=0.5, threads_requested="all")
+    sp = speedup_table(collect_records([cpu, gpu]), "cpu")
+    assert sp.set_index("device_label").loc["cuda", "speedup"] == pytest.approx(4.0)

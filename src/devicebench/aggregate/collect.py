@@ -32,7 +32,7 @@ USAGE_COLUMNS = """
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
-    perplexity
+    perplexity threads_requested
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
