@@ -9,6 +9,7 @@ reruns only the aggregates.
 """
 
 import argparse
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -123,19 +124,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def from_snakemake(smk) -> None:
     """Entry point under Snakemake's `script:` (a grid's paths can exceed a command line)."""
-    with open(smk.log[0], "w") as log:
-        sys.stderr = log
-        try:
-            aggregate(
-                [Path(p) for p in smk.input.records],
-                Path(smk.output[0]).parent,
-                smk.params.base,
-                Path(smk.input.prices),
-                dict(smk.params.targets),
-                float(smk.params.tolerance),
-            )
-        finally:
-            sys.stderr = sys.__stderr__
+    with open(smk.log[0], "w") as log, contextlib.redirect_stderr(log):
+        aggregate(
+            [Path(p) for p in smk.input.records],
+            Path(smk.output[0]).parent,
+            smk.params.base,
+            Path(smk.input.prices),
+            dict(smk.params.targets),
+            float(smk.params.tolerance),
+        )
 
 
 if "snakemake" in globals():

@@ -8,6 +8,7 @@ charts.json (the charts it embeds, for the browser test).
 """
 
 import argparse
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -50,14 +51,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def from_snakemake(smk) -> None:
     """Entry point under Snakemake's `script:` (the study settings come as a params mapping)."""
-    with open(smk.log[0], "w") as log:
-        sys.stderr = log
-        try:
-            tables = Path(smk.input.tables[0]).parent
-            study = yaml.safe_load(yaml.safe_dump(dict(smk.params.study)))
-            report(tables, Path(smk.output[0]).parent, study, Path(smk.input.prices))
-        finally:
-            sys.stderr = sys.__stderr__
+    with open(smk.log[0], "w") as log, contextlib.redirect_stderr(log):
+        tables = Path(smk.input.tables[0]).parent
+        study = yaml.safe_load(yaml.safe_dump(dict(smk.params.study)))
+        report(tables, Path(smk.output[0]).parent, study, Path(smk.input.prices))
 
 
 if "snakemake" in globals():
