@@ -78,10 +78,12 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
-    # Outside the timed section: FLOPs of the torch twin, and the profiler on a few extra steps.
-    from devicebench.flops import model_flops
+    # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway (importing it
+    # into a TensorFlow cell would cost seconds; the aggregate counts those), and the profiler.
+    if "torch" in sys.modules:
+        from devicebench.flops import model_flops
 
-    result["model"].update(model_flops(settings["task"], settings["model"]))
+        result["model"].update(model_flops(settings["task"], settings["model"]))
     if settings.get("profile") and settings["framework"] == "torch":
         from devicebench.profiling import profile_backend
 
