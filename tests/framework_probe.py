@@ -23,7 +23,7 @@ from devicebench.tasks import TASKS
 PROBE = {
     "mnist_mlp": (0.001, 32),
     "mnist_cnn": (1.0, 24),
-    "cifar10_cnn": (0.001, 24),
+    "cifar10_cnn": (0.0005, 48),
     "imdb_fasttext": (0.02, 32),
     "imdb_bilstm": (0.01, 12),
     "textgen_lstm": (0.01, 8),
