@@ -22,7 +22,8 @@ LEAD = [
     "status", "message", "median_s", "samples_per_s", "accuracy", "f1_macro", "f1_micro",
 ]  # fmt: skip
 TAIL = [
-    "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "p50_ms", "p90_ms", "p99_ms",
+    "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "passes", "window_s", "p50_ms",
+    "p90_ms", "p99_ms",
     "loss", "peak_host_mb", "peak_device_mb", "synthetic", "dataset", "source", "cpu_model",
     "gpu_name", "torch_version", "hostname", "slurm_job_id", "seed", "config_hash",
     "code_version", "timed_start", "timed_end", "cell_id",
@@ -67,8 +68,9 @@ def make_record(
             "epoch_s": [reps], "latency_ms": {"p50": 1.0, "p90": 1.5, "p99": 2.0},
             "median_s": median_s, "iqr_s": median_s * 0.025, "cov": 0.02, "noisy": False,
             "timed_start": 1_700_000_000.0, "timed_end": 1_700_000_010.0,
+            "passes": [2, 2, 3], "window_s": [r * n for r, n in zip(reps, (2, 2, 3))],
         }  # fmt: skip
-        record["throughput"] = {"samples_per_s": 1024 / median_s, "samples_per_repetition": 1024}
+        record["throughput"] = {"samples_per_s": 1024 / median_s, "samples_per_pass": 1024}
         record["quality"] = {"accuracy": accuracy, "f1_macro": accuracy - 0.01,
                              "f1_micro": accuracy, "loss": 0.3}  # fmt: skip
         record["memory"] = {"peak_host_mb": 512.0, "peak_device_mb": 64.0}
@@ -116,6 +118,7 @@ def test_values_labels_and_sorting(cells: pd.DataFrame) -> None:
     assert row.median_s == 0.5 and row.samples_per_s == 2048
     assert row.torch_version == "2.13.0" and row.gpu_name == "H100"
     assert row.n_repetitions == 3 and bool(row.synthetic) and not bool(row.noisy)
+    assert row.passes == 2 and row.window_s > row.median_s
     assert pd.isna(row.slurm_job_id)
     assert list(cells["task"]) == sorted(cells["task"])
     kernel = cells[cells.lstm_kernel.notna()]
