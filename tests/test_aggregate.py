@@ -68,7 +68,7 @@ def make_record(
             "epoch_s": [reps], "latency_ms": {"p50": 1.0, "p90": 1.5, "p99": 2.0},
             "median_s": median_s, "iqr_s": median_s * 0.025, "cov": 0.02, "noisy": False,
             "timed_start": 1_700_000_000.0, "timed_end": 1_700_000_010.0,
-            "passes": [2, 2, 3], "window_s": [r * n for r, n in zip(reps, (2, 2, 3))],
+            "passes": [2, 2, 3], "window_s": [r * n for r, n in zip(reps, (2, 2, 3), strict=True)],
         }  # fmt: skip
         record["throughput"] = {"samples_per_s": 1024 / median_s, "samples_per_pass": 1024}
         record["quality"] = {"accuracy": accuracy, "f1_macro": accuracy - 0.01,

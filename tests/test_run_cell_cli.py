@@ -1,4 +1,4 @@
-"""run_cell.py by hand: bad counts are errors, too many threads warn, a failure prints its message."""
+"""run_cell.py by hand: bad counts fail, too many threads warn, a failure shows its message."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_s
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
 LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
 TAIL_COLUMNS = """
-    iqr_s cov noisy first_call_s n_repetitions passes window_s p50_ms p90_ms p99_ms loss peak_host_mb
-    peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
+    iqr_s cov noisy first_call_s n_repetitions passes window_s p50_ms p90_ms p99_ms loss
+    peak_host_mb peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
     slurm_job_id seed config_hash code_version timed_start timed_end cell_id
 """.split()
 # Utilization (sampled during the timed section) and model FLOPs, from the record.
