@@ -90,6 +90,13 @@ def table_html(df: pd.DataFrame, flags: dict[str, str] | None = None) -> str:
     return f'<div class="scroll">{body}</div>'
 
 
+def noisy_count(cells: pd.DataFrame) -> str:
+    """'N of M ok cells noisy': how many timings the reader should trust less."""
+    ok = cells[cells["status"].eq("ok")] if "status" in cells else cells.iloc[0:0]
+    noisy = int(ok["noisy"].fillna(False).astype(bool).sum()) if "noisy" in ok else 0
+    return f"{noisy} of {len(ok)} ok cells noisy"
+
+
 def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any]) -> str:
     """Machines, versions and what was synthetic, from the records' environment columns."""
 
@@ -115,8 +122,10 @@ def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any
         "code version": distinct("code_version"),
         "data": datasets or "—",
         "measurement": (
-            f"{study.get('repetitions')} timed repetitions after {study.get('warmup_steps')} "
-            f"warm-up steps; noisy above CoV {study.get('noise_cov')}; speedup base "
+            f"{study.get('repetitions')} timed repetitions of at least "
+            f"{study.get('min_repetition_s')} s each (a pass repeated to fill the window) after "
+            f"{study.get('warmup_steps')} warm-up steps; noisy above CoV "
+            f"{study.get('noise_cov')} ({noisy_count(cells)}); speedup base "
             f"{study.get('speedup_base')}; accuracy tolerance {study.get('accuracy_tolerance')}"
         ),
         "prices": f"{prices.get('source', 'user prices')} ({prices.get('currency', 'USD')})",
