@@ -54,6 +54,7 @@ TABLE_NAMES = [
     "utilization",
     "profile_ops",
     "top_ops",
+    "not_ok",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [

@@ -218,7 +218,9 @@ def test_charts_written(cells: pd.DataFrame, tmp_path: Path) -> None:
     paths = write_charts(cells, speedup_table(cells, "cpu"), tmp_path / "charts")
     _check_charts(paths)
     html = (tmp_path / "charts" / "time_vs_batch.html").read_text()
-    assert "synthetic data" in html and "2 cells not ok" in html
+    assert (
+        "synthetic data" in html and "not drawn: 1 error, 1 skipped (see the not_ok table)" in html
+    )
 
 
 def test_charts_without_ok_cells(cells: pd.DataFrame, tmp_path: Path) -> None:
@@ -235,9 +237,11 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
-                      "utilization", "profile_ops", "top_ops")  # fmt: skip
+                      "utilization", "profile_ops", "top_ops", "not_ok")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
+    not_ok = pd.read_csv(tables / "not_ok.csv")
+    assert sorted(not_ok.status) == ["error", "skipped"] and not_ok.message.notna().all()
     subprocess.run([*run, *map(str, records[:3])], check=True)
     assert len(pd.read_csv(tables / "cells.csv")) == 3
     chart_cmd = [
@@ -245,7 +249,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
         *("--cells", str(tables / "cells.csv"), "--speedup", str(tables / "speedup.csv")),
     ]
     subprocess.run(chart_cmd, check=True)
-    _check_charts(sorted(charts.iterdir()), count=18)  # every chart of more_charts.CHART_NAMES
+    _check_charts(sorted(charts.iterdir()), count=18)  # every chart of writeup_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout
 

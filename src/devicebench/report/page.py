@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.collect import format_value
-from devicebench.aggregate.more_charts import all_charts
+from devicebench.aggregate.writeup_charts import all_charts
 from devicebench.report import findings
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
@@ -48,6 +48,7 @@ TABLES_SHOWN = {
     "quality": "Accuracy and agreement",
     "efficiency": "Utilization, achieved FLOP/s and MFU",
     "top_ops": "Top operators by self time (CPU vs GPU, side by side)",
+    "not_ok": "Cells not ok (skipped or failed; never drawn in the charts)",
 }
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
