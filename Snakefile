@@ -12,6 +12,7 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/cells.smk"
 include: "rules/aggregate.smk"
+include: "rules/scaling.smk"
 
 
 # On a cluster only the cells are jobs; data preparation (which may download) and the
@@ -21,6 +22,7 @@ localrules:
     prepare_data,
     tables,
     charts,
+    scaling,
 
 
 rule all:
@@ -29,3 +31,4 @@ rule all:
         TABLES,
         CHARTS,
         REPORT,
+        SCALING,

@@ -137,8 +137,9 @@ def cell_bench(wildcards):
 
 
 def cell_gpus(wildcards):
-    """GPUs a cell asks the scheduler for: one for a CUDA cell, none otherwise."""
-    return 1 if GRID[wildcards.cell].values["device"] == "cuda" else 0
+    """GPUs a cell asks the scheduler for: its `gpus` axis (1 if unset) on CUDA, else none."""
+    values = GRID[wildcards.cell].values
+    return int(values.get("gpus", 1)) if values["device"] == "cuda" else 0
 
 
 def cell_gpu_model(wildcards):

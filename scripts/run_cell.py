@@ -39,6 +39,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--batch-size", type=int, default=128)
     axes.add_argument("--mode", default="train", choices=["train", "infer"])
     axes.add_argument(
+        "--gpus",
+        type=int,
+        help="data-parallel ranks of a train cell (GPUs on cuda, processes on cpu); torchrun",
+    )
+    axes.add_argument(
         "--axis",
         action="append",
         default=[],
@@ -123,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     # the task's own axes (lstm_kernel) take their default unless given
     extra = {axis: values[0] for axis, values in spec.axes.items()}
     extra |= dict(item.split("=", 1) for item in args.axis)
+    if args.gpus is not None:
+        extra["gpus"] = args.gpus
     settings = {
         "dataset": args.dataset or spec.dataset,
         "epochs": args.epochs if args.epochs is not None else spec.epochs,

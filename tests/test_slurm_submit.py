@@ -123,3 +123,22 @@ def test_defaults_any_gpu_runtime_from_the_timeout_no_partition(tmp_path):
     assert gpu[gpu.index("-t") + 1] == str(1200 // 60 + 10)
     assert gpu[gpu.index("--mem") + 1] == "16000"
     assert "-p" not in cpu and "-A" not in cpu  # left to the profile or the command line
+
+
+def test_a_two_gpu_cell_asks_for_two_gpus(tmp_path):
+    config = cluster_config(gpu_model="h200")
+    config["gpus"] = [1, 2]
+    write_config(tmp_path, config)
+    jobs = planned_cell_jobs(tmp_path)
+    by_path = {
+        (
+            re.search(r"device~(\w+)", job.output).group(1),
+            re.search(r"gpus~(\d+)", job.output)[1],
+        ): sbatch_call(job).split()
+        for job in jobs
+    }
+    assert "--gpus=h200:2" in by_path[("cuda", "2")]
+    assert "--gpus=h200:1" in by_path[("cuda", "1")]
+    cpu_two_ranks = by_path[("cpu", "2")]  # two gloo processes share the cell's CPUs
+    assert not [arg for arg in cpu_two_ranks if arg.startswith(("--gpus", "--gres"))]
+    assert "--cpus-per-task=2" in cpu_two_ranks

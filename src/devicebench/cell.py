@@ -20,6 +20,7 @@ from typing import Any
 
 from devicebench import __version__, environment
 from devicebench.devices import has_device, resolve_threads
+from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.grid import Cell
 from devicebench.record import new_record, read_record, write_atomic
@@ -122,6 +123,10 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         settings_path.write_text(json.dumps(settings))
         command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
         env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
+        world = launch.world_size(settings)
+        if world > 1:  # torchrun from the cell: still one job, `world` ranks
+            command = launch.torchrun_command(settings_path, result_path, world)
+            env = launch.distributed_env(env, settings)
         process = subprocess.Popen(
             command, env=env, start_new_session=True, preexec_fn=_die_with_parent
         )
@@ -136,6 +141,8 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             raise
         if result_path.exists():
             return read_record(result_path)
+        if failed_rank := launch.first_rank_failure(result_path):
+            return read_record(failed_rank)
         if returncode < 0:
             name = signal.Signals(-returncode).name
             status = "oom" if name == "SIGKILL" else "error"
@@ -167,7 +174,10 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     """Measure `cell` and write its record to `out`; returns the record."""
     settings = cell.run_settings() | (extra or {})
     threads = resolve_threads(settings["threads"])
-    settings |= {"threads_resolved": threads, "data": str(data)}
+    world = launch.world_size(settings)
+    if world > 1:  # the cell's threads are shared among its ranks
+        settings["threads_per_rank"] = launch.threads_per_rank(threads, world)
+    settings |= {"threads_resolved": settings.get("threads_per_rank", threads), "data": str(data)}
     record = new_record(cell.cell_id, cell.values)
     record["axes"]["threads"] = threads
     record["axes"]["threads_requested"] = settings["threads"]
@@ -180,9 +190,12 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     }
     record["data"] = _data_section(data)
     device = settings["device"]
-    if not has_device(device):
+    skip = launch.skip_reason(settings)  # first: 'asks for 2 GPUs, host has 0' says more
+    if not skip and not has_device(device):
+        skip = f"no {device} device on host {os.uname().nodename}"
+    if skip:
         record["status"] = "skipped"
-        record["message"] = f"no {device} device on host {os.uname().nodename}"
+        record["message"] = skip
         record["environment"] = environment.capture(threads)
         print(f"[devicebench] skipped: {record['message']}", flush=True)
     else:

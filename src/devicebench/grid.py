@@ -83,6 +83,7 @@ KNOWN_FLAGS = set(AXES) | {
     "min_repetition_s",
     "memory_limit_mb",
     "profile",
+    "gpus",
 }
 
 
@@ -152,9 +153,18 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                     strict=True,
                 )
             )
-            cells.append(make_cell(values, dict(extra), run))
+            for scale in _scale_axes(study, mode):
+                cells.append(make_cell(values, dict(extra) | scale, run))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
+
+
+def _scale_axes(study: dict[str, Any], mode: str) -> list[dict[str, Any]]:
+    """The `gpus` axis of train cells (devices on CUDA, ranks on the CPU), only where the config
+    sets it, so that other configs keep their cell paths and hashes."""
+    if mode != "train" or "gpus" not in study:
+        return [{}]
+    return [{"gpus": count} for count in study["gpus"]]
 
 
 def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:

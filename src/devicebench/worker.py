@@ -23,8 +23,12 @@ def make_backend(settings: dict[str, Any], dataset: Any):
     spec = get_task(settings["task"])
     framework = settings["framework"]
     if framework == "torch":
-        from devicebench.frameworks.torch_backend import TorchBackend
         from devicebench.threads import apply_torch_threads
+
+        if int(settings.get("gpus", 1)) > 1:  # a rank of a data-parallel cell
+            from devicebench.distributed.backend import DDPTorchBackend as TorchBackend
+        else:
+            from devicebench.frameworks.torch_backend import TorchBackend
 
         reported = apply_torch_threads(int(settings["threads_resolved"]))
         return TorchBackend(spec, settings, dataset), {"torch_num_threads": reported}

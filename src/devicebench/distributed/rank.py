@@ -1,0 +1,100 @@
+"""One rank of a data-parallel cell: `torchrun ... --module devicebench.distributed.rank S R`.
+
+Each rank joins the process group (NCCL on CUDA, gloo on the CPU), runs the same measurement as
+a one-device worker with the DDP backend, and rank 0 writes the result with throughput counted
+over all ranks. A failing rank exits non-zero so torchrun stops the others instead of leaving
+them waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from devicebench import environment, limits
+from devicebench.cell import _die_with_parent
+from devicebench.distributed.launch import rank_failure_path
+from devicebench.record import write_atomic
+
+
+def join_group(settings: dict[str, Any]) -> tuple[int, int]:
+    """Set this rank's device and join the process group; returns (rank, world size)."""
+    import torch
+    import torch.distributed as dist
+
+    local = int(os.environ["LOCAL_RANK"])
+    backend = "gloo"
+    if settings["device"] == "cuda":
+        torch.cuda.set_device(local)
+        backend = "nccl"
+    timeout = datetime.timedelta(seconds=float(settings["timeout_s"]))
+    dist.init_process_group(backend=backend, timeout=timeout)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def scale_to_world(result: dict[str, Any], settings: dict[str, Any], world: int) -> None:
+    """Throughput over all ranks, and the batch sizes and layout the record states."""
+    import torch.distributed as dist
+
+    throughput = result["throughput"]
+    per_rank = throughput["samples_per_s"]
+    batch = int(settings["batch_size"])
+    throughput |= {
+        "samples_per_s_per_rank": per_rank,
+        "samples_per_s": per_rank * world,
+        "samples_per_repetition": throughput["samples_per_repetition"] * world,
+        "per_device_batch_size": batch,
+        "global_batch_size": batch * world,
+    }
+    result["distributed"] = {
+        "world_size": world,
+        "backend": dist.get_backend(),
+        "launcher": "torchrun --standalone",
+        "per_device_batch_size": batch,
+        "global_batch_size": batch * world,
+        "threads_per_rank": int(settings["threads_resolved"]),
+        "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"),
+        "quality_from": "rank 0, full held-out set",
+    }
+
+
+def main(argv: list[str]) -> int:
+    import torch.distributed as dist
+
+    from devicebench.worker import measure
+
+    _die_with_parent()  # torchrun killed by the runner's timeout: no rank measures on
+    settings_path, result_path = Path(argv[0]), Path(argv[1])
+    settings = json.loads(settings_path.read_text())
+    rank = int(os.environ["RANK"])
+    if rank:  # one progress log per cell (rank 0's); every rank's errors still reach stderr
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    settings["sample_utilization"] = rank == 0 and settings.get("sample_utilization", True)
+    try:
+        rank, world = join_group(settings)
+        result = measure(settings)
+        scale_to_world(result, settings, world)
+    except Exception as error:  # noqa: BLE001 - the failure becomes the cell's record
+        limits.lift_memory_limit()
+        traceback.print_exc()
+        oom = limits.is_oom(error)
+        result = {
+            "status": "oom" if oom else "error",
+            "message": f"rank {rank}: {type(error).__name__}: {error}",
+            "environment": environment.capture(int(settings["threads_resolved"])),
+        }
+        write_atomic(rank_failure_path(result_path, rank) if rank else result_path, result)
+        return 1  # torchrun then stops the other ranks
+    if rank == 0:
+        write_atomic(result_path, result)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
