@@ -2,8 +2,11 @@
 
 import math
 import os
+import shlex
 import sys
 from pathlib import Path
+
+import snakemake
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
@@ -106,9 +109,13 @@ def cell_data(wildcards):
     return f"results/data/{name}/{dataset_settings(name)['source']}/manifest.json"
 
 
+RUNNER = f"snakemake-{snakemake.__version__} configfiles={','.join(map(str, workflow.configfiles))}"
+
+
 def cell_args(wildcards):
-    """Only this cell's values, as run_cell.py flags."""
-    return GRID[wildcards.cell].cli_args()
+    """Only this cell's values, as run_cell.py flags, and which workflow run launched it (the
+    record's provenance says so: published numbers come from the workflow only)."""
+    return GRID[wildcards.cell].cli_args() + f" --runner {shlex.quote(RUNNER)}"
 
 
 def cell_env(wildcards):

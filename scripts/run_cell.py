@@ -75,6 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
     )
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
+    run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
     args = parser.parse_args(argv)
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_s": args.timeout_s,
         "noise_cov": args.noise_cov,
         "min_repetition_s": args.min_repetition_s,
+        "runner": args.runner,
     }
     if args.memory_limit_mb:
         settings["memory_limit_mb"] = args.memory_limit_mb

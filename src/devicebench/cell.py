@@ -186,6 +186,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         "config_hash": cell.config_hash(),
         "code_version": code_version(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "runner": settings.get("runner", "run_cell"),
         "settings": settings,
     }
     record["data"] = _data_section(data)
