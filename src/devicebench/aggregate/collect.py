@@ -237,7 +237,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     if _missing(flops) and record.get("status") == "ok":
         from devicebench.flops import model_flops
 
-        counted = model_flops(str(row.get("task")), str(row.get("model")))
+        counted = model_flops(str(row.get("task")), str(row.get("model")), dict(row))
         flops = _get(counted, f"flops_per_sample_{mode}")
     out["flops_per_sample"] = flops
     return out
