@@ -30,6 +30,7 @@ FILE_NAMES = {
     "testb": ("eng.testb", "test.txt"),
 }
 SIZES = {"train": 14_041, "testa": 3_250, "testb": 3_453}  # sentences in the real files
+TEST_SPLIT = "testa"  # the Spark NLP study scores on these 3,250 sentences
 DOCSTART = "-DOCSTART-"
 
 
@@ -119,6 +120,33 @@ def write_conll(path: str | Path, sentences: list[Sentence], sentences_per_doc: 
             lines.append(f"{word} {pos} {chunk} {tag}")
         lines.append("")
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def copy_files(folder: Path, out: Path, sums: dict[str, str]) -> dict[str, Path]:
+    """Copy the three files from `folder` (either naming), checked against `sums` where given."""
+    from devicebench.data.download import verify_file
+
+    copied = {}
+    for split in SPLITS:
+        src = find_file(folder, split)
+        if sums.get(src.name):
+            verify_file(src, sums[src.name])
+        copied[split] = out / FILE_NAMES[split][0]
+        copied[split].write_bytes(src.read_bytes())
+        read_conll(copied[split])  # a malformed line stops preparation, naming file and line
+    return copied
+
+
+def read_splits(paths: dict[str, Path]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(words, tags) object arrays per split: train, and test = testa (the study's test set)."""
+    out = {}
+    for split, role in (("train", "train"), ("test", TEST_SPLIT)):
+        sentences = read_conll(paths[role])
+        words = np.empty(len(sentences), dtype=object)
+        tags = np.empty(len(sentences), dtype=object)
+        words[:], tags[:] = [s.words for s in sentences], [s.tags for s in sentences]
+        out[split] = (words, tags)
+    return out
 
 
 # --- the synthetic source ---------------------------------------------------------------------

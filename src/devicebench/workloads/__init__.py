@@ -67,6 +67,7 @@ from typing import Any
 MODULES: dict[str, str] = {
     "text_classify": "devicebench.workloads.text_classify",
     "cifar10_finetune": "devicebench.workloads.cifar10_finetune",
+    "conll_ner": "devicebench.workloads.conll_ner",
 }
 
 

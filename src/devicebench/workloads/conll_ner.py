@@ -1,176 +1,174 @@
 """conll_ner: token-classification NER on CoNLL-2003, the Spark NLP NER benchmark's workload.
 
-Data: the CoNLL-2003 English files (``path``: a folder holding train/testa/testb in the column
-format) or ``synthetic`` sentences written in the same format; models are scored on testa (3,250
-sentences, the study's test set). Preparation parses every file (a malformed line stops it,
-naming file and line), builds the WordPiece vocabulary from the training words and pins every
-file by SHA-256 in the manifest. Models: see ner_models. Quality: entity-level precision, recall
-and F1 (micro and macro, exact spans, seqeval) and token accuracy. Axes: ``embedding`` (live,
-cached) and ``train_fraction`` (the share of training sentences a cell trains on).
+Data: the ``conll2003`` dataset of devicebench.data (the real files from ``path``, or synthetic
+sentences in the same column format); models train on ``eng.train`` and are scored on
+``eng.testa`` (3,250 sentences, the study's test set). Preparing it parses every file, so a
+malformed line stops the workflow before any cell, naming file and line; this module then builds
+the WordPiece tokenizer from the training words (data/wordpiece.py, deterministic) beside the
+manifest. Models (ner_models): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tiny`` variants for
+quick runs. Quality: entity-level precision, recall and F1 (micro and macro, exact spans, seqeval)
+and token accuracy. Axes: ``embedding`` (live: BERT runs inside each step; cached: precomputed
+once, untimed; bilstm_cnn_bert only) and ``train_fraction`` (share of training sentences, a
+seeded subset: how the GPU's lead grows with data). Keras cells are recorded skipped.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-from collections.abc import Mapping
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from devicebench.data import conll, wordpiece
-from devicebench.data.download import DataIntegrityError, sha256_file, verify_file
+from devicebench.tasks import TaskSpec
 
-DATASET = "conll2003"
-SOURCES = ("synthetic", "path")  # no public download with a published checksum exists
-TOKENIZER = "tokenizer.json"
-TEST_SPLIT = "testa"  # the Spark NLP study's 3,250 test sentences
-MAX_PIECES, MAX_CHARS = 128, 20
-ORIGINAL = {
-    "epochs": 10,
-    "learning_rate": 0.003,
-    "batch_sizes": (32, 64, 256, 512, 1024, 2048),
+# name -> (architecture, BERT size); ner_models builds them (torch only, imported lazily).
+MODELS = {
+    "bert_tokencls": ("bert_tokencls", "base"),
+    "bilstm_cnn_bert": ("bilstm_cnn_bert", "base"),
+    "bert_tokencls_tiny": ("bert_tokencls", "tiny"),
+    "bilstm_cnn_bert_tiny": ("bilstm_cnn_bert", "tiny"),
 }
+SPEC = TaskSpec(
+    name="conll_ner",
+    dataset="conll2003",
+    models=tuple(MODELS),
+    num_classes=9,  # O and B-/I- of PER, LOC, ORG, MISC
+    epochs=10,
+    batch_sizes=(32, 64, 256, 512, 1024, 2048),
+    optimizer="adam",
+    learning_rate=0.003,
+    source="Spark NLP NER benchmark: NerDL (char-CNN + BiLSTM over BERT-base embeddings) on "
+    "CoNLL-2003, 14,041 train / 3,250 test sentences, 10 epochs, Adam lr 0.003; plus "
+    "BertForTokenClassification fine-tuned whole",
+    kind="ner",
+    options={"max_positions": 512, "max_pieces": 128, "max_chars": 20},
+    axes={"embedding": ("live", "cached"), "train_fraction": (1.0, 0.5, 0.1)},
+)
+TOKENIZER = "wordpiece-cased.json"
+# FLOPs are counted at a representative sentence (CoNLL-2003's mean is 14.5 words): 16 words,
+# 24 word pieces with [CLS] and [SEP], 8 characters per word.
+FLOP_WORDS, FLOP_PIECES, FLOP_CHARS = 16, 24, 8
+
+
+def skip_reason(settings: dict[str, Any]) -> str | None:
+    """Keras has no port of these models here; cached embeddings need a frozen BERT."""
+    if settings["framework"] != "torch":
+        return (
+            f"conll_ner {settings['model']} runs on torch (transformers) only: no Keras port "
+            "with parameter parity is built for it"
+        )
+    architecture = MODELS[settings["model"]][0]
+    if settings.get("embedding", "live") == "cached" and architecture != "bilstm_cnn_bert":
+        return (
+            f"embedding=cached applies to bilstm_cnn_bert only: {settings['model']} fine-tunes "
+            "its own embeddings, so they cannot be computed before training"
+        )
+    return None
+
+
+def prepare_data(data_dir: Path) -> Path:
+    """The WordPiece tokenizer of the training words, beside the manifest (atomic, cached)."""
+    from devicebench.data import conll, verify_manifest, wordpiece
+
+    path = Path(data_dir) / TOKENIZER
+    if path.exists():
+        return path
+    info = verify_manifest(Path(data_dir) / "manifest.json")
+    train = next(Path(data_dir) / f["name"] for f in info["files"] if f["role"] == "train")
+    tokenizer = wordpiece.train_wordpiece(s.words for s in conll.read_conll(train))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    wordpiece.save(tokenizer, tmp)
+    os.replace(tmp, path)
+    print(f"[devicebench] built {path.name} ({tokenizer.get_vocab_size()} pieces)", flush=True)
+    return path
 
 
 @dataclass
-class NerDataset:
-    """Loaded conll_ner data: encoded splits, the test sentences to score, where it came from."""
+class NerData:
+    """Encoded splits (ner_inputs.NerArrays), the test sentences to score, and their origin."""
 
-    train: Any  # NerArrays
-    test: Any  # NerArrays
-    test_sentences: list[conll.Sentence]
+    train: Any
+    test: Any
+    test_sentences: list
     num_labels: int
     num_chars: int
     vocab_size: int
     name: str
     source: str
     synthetic: bool
-    train_fraction: float
 
 
-def prepare(
-    source: str,
-    out_dir: str | Path,
-    *,
-    train_samples: int | None = None,
-    test_samples: int | None = None,
-    seed: int = 0,
-    path: str | Path | None = None,
-    expected_sha256: Mapping[str, str] | None = None,
-) -> Path:
-    """Write the CoNLL files, the tokenizer and a manifest pinning them; return its path."""
-    if source not in SOURCES:
-        raise ValueError(
-            f"unknown conll2003 source {source!r}; choose one of {SOURCES} (CoNLL-2003 has no "
-            "public download with a published checksum: use path with your copy)"
-        )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").unlink(missing_ok=True)  # a half-prepared folder must not look ready
-    if source == "synthetic":
-        sizes = {
-            "train": train_samples or conll.SIZES["train"],
-            "testa": test_samples or conll.SIZES["testa"],
-            "testb": test_samples or conll.SIZES["testb"],
-        }
-        files = conll.write_synthetic(out, seed, sizes)
-    else:
-        if path is None:
-            raise ValueError("source 'path' needs path=<folder holding eng.train, eng.testa, …>")
-        files = {}
-        for split in conll.SPLITS:
-            src = conll.find_file(Path(path), split)
-            if expected_sha256 and src.name in expected_sha256:
-                verify_file(src, expected_sha256[src.name])
-            files[split] = out / conll.FILE_NAMES[split][0]
-            shutil.copyfile(src, files[split])
-    splits = {split: conll.read_conll(p) for split, p in files.items()}  # all, before any work
-    tokenizer = wordpiece.train_wordpiece(s.words for s in splits["train"])
-    files["tokenizer"] = wordpiece.save(tokenizer, out / TOKENIZER)
-    manifest = {
-        "dataset": DATASET,
-        "source": source,
-        "synthetic": source == "synthetic",
-        "train_samples": _count("train_samples", train_samples, len(splits["train"])),
-        "test_samples": _count("test_samples", test_samples, len(splits[TEST_SPLIT])),
-        "seed": seed if source == "synthetic" else None,
-        "files": [
-            {"name": p.name, "role": role, "sha256": sha256_file(p), "size": p.stat().st_size}
-            for role, p in files.items()
-        ],
-    }
-    manifest_path = out / "manifest.json"
-    tmp = manifest_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(manifest_path)
-    return manifest_path
-
-
-def _count(what: str, n: int | None, available: int) -> int:
-    if n is None:
-        return available
-    if not 0 < n <= available:
-        raise ValueError(f"{what}={n} must be between 1 and {available}, the number available")
-    return n
-
-
-def _verified(manifest: Path) -> tuple[dict, dict[str, Path]]:
-    info = json.loads(manifest.read_text())
-    if info.get("dataset") != DATASET:
-        raise DataIntegrityError(f"{manifest} is not a {DATASET} manifest")
-    paths = {}
-    for entry in info["files"]:
-        paths[entry["role"]] = manifest.parent / entry["name"]
-        verify_file(paths[entry["role"]], entry["sha256"])
-    return info, paths
-
-
-def load(
-    manifest: str | Path,
-    *,
-    train_samples: int | None = None,
-    test_samples: int | None = None,
-    train_fraction: float = 1.0,
-    seed: int = 0,
-) -> NerDataset:
-    """Verify, parse and encode; train on a seeded `train_fraction` of the training sentences."""
+def load_data(settings: dict[str, Any]) -> NerData:
+    """Verify and parse the files; train on a seeded `train_fraction` of the training sentences."""
+    from devicebench.data import conll, load_dataset, wordpiece
     from devicebench.workloads.ner_inputs import char_vocabulary, encode
 
-    if not 0 < train_fraction <= 1:
-        raise ValueError(f"train_fraction={train_fraction} must be in (0, 1]")
-    info, paths = _verified(Path(manifest))
-    train = conll.read_conll(paths["train"])
-    test = conll.read_conll(paths[TEST_SPLIT])
-    train = train[: _count("train_samples", train_samples or info["train_samples"], len(train))]
-    test = test[: _count("test_samples", test_samples or info["test_samples"], len(test))]
-    chars = char_vocabulary(train)
-    keep = max(1, round(train_fraction * len(train)))
-    order = np.random.default_rng(seed).permutation(len(train))[:keep]
-    train = [train[i] for i in sorted(order)]
-    tokenizer = wordpiece.load(paths["tokenizer"])
-    options = {"max_len": MAX_PIECES, "max_chars": MAX_CHARS}
-    return NerDataset(
+    fraction = float(settings.get("train_fraction", 1.0))
+    if not 0 < fraction <= 1:
+        raise ValueError(f"train_fraction={fraction} must be in (0, 1]")
+    data = load_dataset(
+        settings["data"],
+        train_samples=settings.get("train_samples"),
+        test_samples=settings.get("test_samples"),
+    )
+    train = [conll.Sentence(w, t) for w, t in zip(data.x_train, data.y_train, strict=True)]
+    test = [conll.Sentence(w, t) for w, t in zip(data.x_test, data.y_test, strict=True)]
+    chars = char_vocabulary(train)  # from every training sentence, whatever the fraction
+    keep = max(1, round(fraction * len(train)))
+    chosen = np.random.default_rng(int(settings["seed"])).permutation(len(train))[:keep]
+    train = [train[i] for i in sorted(chosen)]
+    tokenizer = wordpiece.load(prepare_data(Path(settings["data"]).parent))
+    options = {
+        "max_len": int(SPEC.option("max_pieces")),
+        "max_chars": int(SPEC.option("max_chars")),
+    }
+    print(
+        f"[devicebench] conll_ner: {len(train)} training sentences (train_fraction {fraction:g}), "
+        f"{len(test)} test sentences",
+        flush=True,
+    )
+    return NerData(
         train=encode(train, tokenizer, chars, **options),
         test=encode(test, tokenizer, chars, **options),
         test_sentences=test,
         num_labels=len(conll.LABELS),
         num_chars=len(chars) + 2,
         vocab_size=wordpiece.BERT_VOCAB,
-        name=DATASET,
-        source=info["source"],
-        synthetic=bool(info["synthetic"]),
-        train_fraction=train_fraction,
+        name=data.name,
+        source=data.source,
+        synthetic=data.synthetic,
     )
 
 
-def quality(dataset: NerDataset, predicted: np.ndarray, loss: float) -> dict[str, float]:
+def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: NerData):
+    from devicebench.workloads.ner_backend import NerBackend
+
+    return NerBackend(spec, settings, dataset)
+
+
+def quality(dataset: NerData, predicted: np.ndarray, loss: float) -> dict[str, float]:
     """Entity-level scores (seqeval) and token accuracy of word-level predictions [N, W]."""
     from devicebench.workloads.ner_inputs import decode
     from devicebench.workloads.ner_metrics import entity_scores
 
     tags = decode(predicted, dataset.test, dataset.test_sentences)
-    scores = entity_scores([s.tags for s in dataset.test_sentences], tags)
-    return scores | {"loss": loss}
+    return entity_scores([s.tags for s in dataset.test_sentences], tags) | {"loss": loss}
+
+
+def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
+    """FLOPs of one representative sentence: train = forward + backward (the frozen BERT of a
+    live bilstm_cnn_bert forward only, a cached one none), infer = forward."""
+    from devicebench.workloads.ner_backend import count_flops
+
+    return count_flops(
+        str(settings["model"]),
+        str(settings.get("embedding", "live")),
+        mode,
+        words=FLOP_WORDS,
+        pieces=FLOP_PIECES,
+        chars=FLOP_CHARS,
+    )

@@ -22,6 +22,66 @@ from devicebench.workloads import ner_models
 from devicebench.workloads.ner_inputs import IGNORE, NerArrays
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def build_encoder(config: Any, seed: int) -> ner_models.FrozenBertEmbeddings:
+    """The frozen BERT of bilstm_cnn_bert, from the study's seed alone (live = cached weights)."""
+    torch.manual_seed(seed)
+    return ner_models.FrozenBertEmbeddings(config)
+
+
+def build_trained(architecture: str, config: Any, num_chars: int, seed: int) -> torch.nn.Module:
+    """The part that trains: the whole BertForTokenClassification, or the tagger."""
+    torch.manual_seed(seed)
+    if architecture == "bert_tokencls":
+        return ner_models.BertTokenClassifier(config)
+    return ner_models.build_tagger(config, num_chars, config.num_labels)
+
+
+def count_flops(
+    model: str, embedding: str, mode: str, *, words: int, pieces: int, chars: int
+) -> float:
+    """FLOPs per sentence of `model` at one sentence shape (torch.utils.flop_counter, on CPU).
+
+    Training counts the trained part's forward and backward plus, for a live bilstm_cnn_bert,
+    the frozen BERT's forward; a cached one reads its embeddings, so BERT costs nothing per step.
+    The LSTM's matrix products are added by formula (the counter does not see inside aten::lstm).
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from devicebench.data.conll import LABELS
+    from devicebench.data.wordpiece import BERT_VOCAB
+
+    architecture, size = ner_models.model_spec(model)
+    config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
+    count, num_chars = 2, 100
+    ids = torch.randint(5, BERT_VOCAB, (count, pieces))
+    mask = torch.ones(count, pieces, dtype=torch.int64)
+    starts = torch.arange(1, words + 1).repeat(count, 1)
+    spelled = torch.randint(2, num_chars, (count, words, chars))
+    trained = build_trained(architecture, config, num_chars, 0)
+    trained.train(mode == "train")
+    counter = FlopCounterMode(display=False)
+    with counter, torch.set_grad_enabled(mode == "train"):
+        if architecture == "bert_tokencls":
+            out = trained(ids, mask)
+        else:
+            if embedding == "live":
+                embedded = build_encoder(config, 0)(ids, mask, starts)
+            else:
+                embedded = torch.zeros(count, words, config.hidden_size)
+            out = trained(embedded, spelled, torch.full((count,), words))
+        if mode == "train":
+            out.sum().backward()
+    flops = counter.get_total_flops() / count
+    if architecture == "bilstm_cnn_bert":  # the counter has no formula for aten::lstm: add it
+        lstm = trained.lstm
+        per_step = 2 * 4 * lstm.hidden_size * (lstm.input_size + lstm.hidden_size)
+        forward = 2 * words * per_step  # two directions, multiply-adds as 2 FLOPs
+        flops += 3 * forward if mode == "train" else forward  # backward = 2 x forward
+    return flops
+
+
 _FIELDS = ("input_ids", "attention_mask", "token_labels", "word_start", "chars", "word_labels")
 
 
@@ -45,19 +105,21 @@ class NerBackend:
         self.spec, self.settings = spec, settings
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
-        self.kind = ner_models.model_spec(settings["model"])
+        self.architecture, self.size = ner_models.model_spec(settings["model"])
         self.embeddings = str(settings.get("embedding", "live"))
         if self.embeddings not in ("live", "cached"):
             raise ValueError(f"embedding must be live or cached, not {self.embeddings!r}")
-        if self.embeddings == "cached" and self.kind.architecture != "bilstm_cnn_bert":
+        if self.embeddings == "cached" and self.architecture != "bilstm_cnn_bert":
             raise ValueError(
-                f"embedding=cached applies to bilstm_cnn_bert only: {settings['model']} "
-                "fine-tunes its own embeddings, so they cannot be computed beforehand"
+                f"embedding=cached applies to bilstm_cnn_bert only, not {settings['model']}"
             )
+        if settings["precision"] == "tf32":  # fp32 storage, TF32 matrix products on GPUs
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         self.num_labels = dataset.num_labels
         self.num_chars = dataset.num_chars
         self.config = ner_models.bert_config(
-            self.kind.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
+            self.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
         )
         self.train = _Split(dataset.train, self.device)
         self.test = _Split(dataset.test, self.device)
@@ -69,9 +131,8 @@ class NerBackend:
         self.encoder: ner_models.FrozenBertEmbeddings | None = None
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
-        if self.kind.architecture == "bilstm_cnn_bert":
-            torch.manual_seed(int(settings["seed"]))
-            self.encoder = ner_models.FrozenBertEmbeddings(self.config).to(self.device)
+        if self.architecture == "bilstm_cnn_bert":
+            self.encoder = build_encoder(self.config, int(settings["seed"])).to(self.device)
             if self.embeddings == "cached":
                 start = time.perf_counter()
                 for split in (self.train, self.test):
@@ -83,7 +144,7 @@ class NerBackend:
         how = {
             "bert_tokencls": "BertForTokenClassification fine-tuned whole",
             "bilstm_cnn_bert": f"frozen BERT ({self.embeddings} embeddings) + char-CNN + BiLSTM",
-        }[self.kind.architecture]
+        }[self.architecture]
         return (
             f"hand-written loop: {how}; host-side shuffle, batches trimmed to their longest "
             "sentence, first word piece labelled, autocast, no per-step sync"
@@ -92,14 +153,14 @@ class NerBackend:
     @property
     def model_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "architecture": self.kind.architecture,
-            "bert_size": self.kind.size,
+            "architecture": self.architecture,
+            "bert_size": self.size,
             "embedding": self.embeddings if self.encoder is not None else "fine-tuned",
             "vocab_size": self.config.vocab_size,
             "max_pieces": int(self.train.tensors["input_ids"].shape[1]),
         }
         if self.encoder is not None:
-            info["frozen_parameters"] = sum(p.numel() for p in self.encoder.parameters())
+            info["frozen_bert_parameters"] = sum(p.numel() for p in self.encoder.parameters())
         if getattr(self, "cache_s", None) is not None:
             info["embedding_cache_s"] = self.cache_s
         return info
@@ -136,12 +197,8 @@ class NerBackend:
 
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer from `seed`; the frozen BERT stays as it is."""
-        torch.manual_seed(seed)
-        if self.kind.architecture == "bert_tokencls":
-            self.model = ner_models.BertTokenClassifier(self.config).to(self.device)
-        else:
-            self.model = ner_models.build_tagger(self.config, self.num_chars, self.num_labels)
-            self.model.to(self.device)
+        self.model = build_trained(self.architecture, self.config, self.num_chars, seed)
+        self.model.to(self.device)
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=float(self.settings["learning_rate"])
         )
@@ -173,7 +230,7 @@ class NerBackend:
 
     def _logits(self, split: _Split, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """(logits, labels) of a batch: per piece for bert_tokencls, per word for the tagger."""
-        if self.kind.architecture == "bert_tokencls":
+        if self.architecture == "bert_tokencls":
             ids, mask, _ = batch["pieces"]
             return self.model(ids, mask), batch["token_labels"]
         if split.cache is not None:
@@ -255,7 +312,7 @@ class NerBackend:
                 logits, labels = self._logits(self.test, batch)
             total += self._loss(logits, labels) * len(labels)
             count += len(labels)
-            if self.kind.architecture == "bert_tokencls":  # the first piece of each word
+            if self.architecture == "bert_tokencls":  # the first piece of each word
                 starts = batch["pieces"][2].unsqueeze(-1).expand(-1, -1, logits.shape[-1])
                 logits = logits.gather(1, starts)
             rows = batch["index"].cpu()

@@ -10,8 +10,6 @@ use a 2-layer, 128-hidden BERT for quick runs and tests; the others BERT-base.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -32,23 +30,10 @@ BERT_SIZES = {
 }
 
 
-@dataclass(frozen=True)
-class NerModel:
-    """What a model name means: its architecture and the BERT size it uses."""
+def model_spec(name: str) -> tuple[str, str]:
+    """(architecture, BERT size) of a conll_ner model name."""
+    from devicebench.workloads.conll_ner import MODELS
 
-    architecture: str  # bert_tokencls | bilstm_cnn_bert
-    size: str  # base | tiny
-
-
-MODELS = {
-    "bert_tokencls": NerModel("bert_tokencls", "base"),
-    "bert_tokencls_tiny": NerModel("bert_tokencls", "tiny"),
-    "bilstm_cnn_bert": NerModel("bilstm_cnn_bert", "base"),
-    "bilstm_cnn_bert_tiny": NerModel("bilstm_cnn_bert", "tiny"),
-}
-
-
-def model_spec(name: str) -> NerModel:
     try:
         return MODELS[name]
     except KeyError:
