@@ -14,7 +14,11 @@ from devicebench.tasks import TaskSpec
 
 # name -> (transformers family, configuration keywords, native image size).
 MODELS: dict[str, tuple[str, dict[str, Any], int]] = {
-    "convnext-tiny": ("convnext", {"depths": [3, 3, 9, 3], "hidden_sizes": [96, 192, 384, 768]}, 224),
+    "convnext-tiny": (
+        "convnext",
+        {"depths": [3, 3, 9, 3], "hidden_sizes": [96, 192, 384, 768]},
+        224,
+    ),
     "convnext-small": (
         "convnext",
         {"depths": [3, 3, 27, 3], "hidden_sizes": [96, 192, 384, 768]},
