@@ -1,4 +1,4 @@
-"""`text_classify`: IMDb sentiment with BERT-family sequence classifiers (transformers, random weights).
+"""`text_classify`: IMDb sentiment with BERT-family sequence classifiers (random weights).
 
 The models are built from transformers configurations at their published sizes with random
 weights (offline; speed does not depend on the weights). The tokenizer is a WordPiece trained with

@@ -1,4 +1,4 @@
-"""The torch backend of the transformer workloads: precision, torch.compile and device-resident data.
+"""The torch backend of the transformer workloads: precision, torch.compile, on-device data.
 
 Shared by text_classify and cifar10_finetune (each passes its model builder and its batch
 preparation). Like frameworks/torch_backend.py it keeps the data on the device, gathers shuffled
