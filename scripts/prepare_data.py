@@ -38,7 +38,6 @@ from devicebench.data import (  # noqa: E402
 )
 
 
-
 def workload_preparers(dataset: str) -> list:
     """The `prepare_data` hooks of the workloads that read `dataset` (devicebench.workloads)."""
     from devicebench.tasks import TASKS

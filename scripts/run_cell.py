@@ -35,7 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--framework", default="torch")
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
-    axes.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    axes.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
     axes.add_argument("--batch-size", type=int, default=128)
     axes.add_argument("--mode", default="train", choices=["train", "infer"])
     axes.add_argument(

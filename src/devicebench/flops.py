@@ -56,7 +56,8 @@ def model_flops(
         cell |= {"task": task, "model": model}
         try:
             return {
-                f"flops_per_sample_{mode}": float(counter(cell, mode)) for mode in ("train", "infer")
+                f"flops_per_sample_{mode}": float(counter(cell, mode))
+                for mode in ("train", "infer")
             }
         except (ImportError, KeyError, ValueError):
             return {"flops_per_sample_train": None, "flops_per_sample_infer": None}
