@@ -241,6 +241,6 @@ def test_flops_are_counted_at_the_cells_axes():
     short = model_flops("text_classify", "bert-tiny", {"seq_len": 64})
     long = model_flops("text_classify", "bert-tiny", {"seq_len": "128"})  # --axis gives text
     assert 2 < short["flops_per_sample_train"] / short["flops_per_sample_infer"] < 4
-    assert 2 < long["flops_per_sample_infer"] / short["flops_per_sample_infer"] < 2.5
+    assert 1.9 < long["flops_per_sample_infer"] / short["flops_per_sample_infer"] < 2.5
     image = model_flops("cifar10_finetune", "vit-tiny", {"image_size": "native"})
     assert image["flops_per_sample_infer"] > 0
