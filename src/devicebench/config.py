@@ -133,7 +133,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        keys = ["models", "batch_sizes", *(f"{axis}s" for axis in TASKS[task].axes)]
+        keys = ["models", "batch_sizes", "precisions", *(f"{a}s" for a in TASKS[task].axes)]
         for key in keys:
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():

@@ -86,3 +86,8 @@ def hook(task: str, name: str) -> Any:
     """A workload's optional hook (`validate`, `skip_reason`, ...), or None."""
     module = workload(task)
     return getattr(module, name, None) if module else None
+
+
+# Last, so that importing a workload module first (it imports devicebench.tasks for TaskSpec)
+# finds this package complete when devicebench.tasks registers the workloads' specs.
+import devicebench.tasks  # noqa: E402, F401

@@ -126,8 +126,13 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
     return None
 
 
-def build_model(model: str, seed: int, side: int | None = None, num_labels: int = 10):
-    """The classifier at its published size with random weights; forward(pixel_values) -> logits."""
+def build_model(
+    model: str, seed: int, side: int | None = None, num_labels: int = 10, **overrides: Any
+):
+    """The classifier at its published size with random weights; forward(pixel_values) -> logits.
+
+    `overrides` replace configuration keys (tests shrink a family to a tiny size with them).
+    """
     import torch
     import transformers
 
@@ -153,7 +158,7 @@ def build_model(model: str, seed: int, side: int | None = None, num_labels: int 
     if family in ("vit", "deit_distilled"):
         extra["image_size"] = side
     torch.manual_seed(seed)
-    return Logits(model_class(config_class(**(kwargs | extra))))
+    return Logits(model_class(config_class(**(kwargs | extra | overrides))))
 
 
 def is_convolutional(model: str) -> bool:

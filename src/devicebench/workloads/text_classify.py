@@ -102,19 +102,39 @@ def tokenizer_path(data_dir: Path, vocab_size: int | None = None) -> Path:
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):
-    """A BERT-style uncased WordPiece tokenizer trained on `texts` (deterministic for one input)."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    """A BERT-style uncased WordPiece tokenizer whose vocabulary is learned from `texts`.
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=list(SPECIALS), show_progress=False
-    )
-    tokenizer.train_from_iterator(texts, trainer)
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    Normalization, pre-tokenization, WordPiece encoding and the [CLS]/[SEP] template are
+    `tokenizers`' own. The vocabulary is chosen here, not by its WordPieceTrainer: that trainer
+    numbers its alphabet and breaks ties between merges in hash order, which changes from run to
+    run, and the study needs the same tokenizer from the same data. Chosen: the special tokens,
+    every character seen (alone and as a ``##`` continuation, so no word is ever unknown), then
+    the most frequent words, ties broken alphabetically (the rule of the classic imdb vocabulary).
+    """
+    from collections import Counter
+
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        normalized = normalizer.normalize_str(text)
+        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(normalized))
+    chars = sorted({c for word in counts for c in word})
+    tokens = [*SPECIALS, *chars, *(f"##{c}" for c in chars)]
+    if len(tokens) > vocab_size:
+        raise ValueError(f"vocab_size {vocab_size} is below the {len(tokens)} characters seen")
+    seen = set(tokens)
+    ranked = sorted((w for w in counts if w not in seen), key=lambda w: (-counts[w], w))
+    tokens += ranked[: vocab_size - len(tokens)]
+    vocab = {token: index for index, token in enumerate(tokens)}
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
     return tokenizer
 
@@ -194,8 +214,11 @@ def load_data(settings: dict[str, Any]) -> TextData:
     return TextData(splits, 2, info["dataset"], info["source"], bool(info["synthetic"]))
 
 
-def build_model(model: str, seed: int, vocab_size: int | None = None):
-    """The classifier at its published size with random weights from `seed`; forward -> logits."""
+def build_model(model: str, seed: int, **overrides: Any):
+    """The classifier at its published size with random weights from `seed`; forward -> logits.
+
+    `overrides` replace configuration keys (tests shrink a family to a tiny size with them).
+    """
     import torch
     import transformers
 
@@ -211,12 +234,10 @@ def build_model(model: str, seed: int, vocab_size: int | None = None):
     extra: dict[str, Any] = {"num_labels": 2, "pad_token_id": 0}
     if family == "roberta":
         extra |= {"type_vocab_size": 1, "layer_norm_eps": 1e-5}
-    if vocab_size:
-        extra["vocab_size"] = vocab_size
     torch.manual_seed(seed)
     from devicebench.workloads.transformer_backend import Logits
 
-    return Logits(model_class(config_class(**(kwargs | extra))))
+    return Logits(model_class(config_class(**(kwargs | extra | overrides))))
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: TextData):
