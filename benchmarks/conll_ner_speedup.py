@@ -84,6 +84,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
         }  # fmt: skip
         data = conll_ner.load_data(settings)
         for batch in args.batch_sizes:
+            if args.device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
             backend = conll_ner.make_backend(conll_ner.SPEC, settings | {"batch_size": batch}, data)
             backend.new_model(1234)
             steps = min(args.steps, backend.train_samples // batch)

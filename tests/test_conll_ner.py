@@ -137,3 +137,23 @@ def test_a_malformed_file_stops_preparation_naming_file_and_line(tmp_path):
     (source / "eng.testa").write_text(good + "\nGerman JJ\n")
     with pytest.raises(conll.ConllFormatError, match=r"eng\.testa, line 6: expected 4"):
         prepare_dataset("conll2003", "path", tmp_path / "out", path=source)
+
+
+def test_the_study_plans_both_models_at_the_originals_settings():
+    from conftest import REPO
+
+    from devicebench.config import load_config
+    from devicebench.grid import expand_grid
+
+    cells = [
+        c.run_settings()
+        for c in expand_grid(load_config(REPO / "config" / "study.yaml"))
+        if c.values["task"] == "conll_ner" and c.values["framework"] == "torch"
+    ]
+    planned = {(c["model"], c["embedding"]) for c in cells}
+    assert planned == {("bilstm_cnn_bert", "live"), ("bilstm_cnn_bert", "cached"),
+                       ("bert_tokencls", "live")}  # fmt: skip
+    assert {c["batch_size"] for c in cells} == {32, 64, 256, 512, 1024, 2048}
+    assert {c["train_fraction"] for c in cells} == {0.1, 0.5, 1.0}
+    assert {c["epochs"] for c in cells} == {10} and {c["learning_rate"] for c in cells} == {0.003}
+    assert {c["device"] for c in cells} == {"cpu", "cuda"}
