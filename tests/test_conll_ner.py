@@ -157,3 +157,5 @@ def test_the_study_plans_both_models_at_the_originals_settings():
     assert {c["train_fraction"] for c in cells} == {0.1, 0.5, 1.0}
     assert {c["epochs"] for c in cells} == {10} and {c["learning_rate"] for c in cells} == {0.003}
     assert {c["device"] for c in cells} == {"cpu", "cuda"}
+    # every planned cell has at least one full batch of training sentences
+    assert all(c["train_fraction"] * 14_041 >= c["batch_size"] for c in cells)
