@@ -38,6 +38,15 @@ from devicebench.data import (  # noqa: E402
 )
 
 
+def workload_preparers(dataset: str) -> list:
+    """The `prepare_data` hooks of the workloads that read `dataset` (devicebench.workloads)."""
+    from devicebench.tasks import TASKS
+    from devicebench.workloads import hook
+
+    found = [hook(t, "prepare_data") for t, spec in TASKS.items() if spec.dataset == dataset]
+    return [prepare for prepare in found if prepare is not None]
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__,
@@ -85,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 expected_sha256=dict(item.split("=", 1) for item in args.sha256),
             )
         data = load_dataset(manifest)
+        for prepare in workload_preparers(data.name):  # e.g. a tokenizer trained on its text
+            prepare(manifest.parent)
     except DataIntegrityError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

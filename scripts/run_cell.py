@@ -35,7 +35,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--framework", default="torch")
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
-    axes.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    axes.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
     axes.add_argument("--batch-size", type=int, default=128)
     axes.add_argument("--mode", default="train", choices=["train", "infer"])
     axes.add_argument(
@@ -101,6 +101,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def axis_value(text: str) -> int | float | str:
+    """An --axis value as the grid holds it: a number where it reads as one (seq_len=128)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def default_data(dataset: str, seed: int) -> Path:
     """Prepare (once) the synthetic data a hand-run cell uses."""
     from devicebench.data import prepare_dataset
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # the task's own axes (lstm_kernel) take their default unless given
     extra = {axis: values[0] for axis, values in spec.axes.items()}
-    extra |= dict(item.split("=", 1) for item in args.axis)
+    extra |= {name: axis_value(value) for name, value in (a.split("=", 1) for a in args.axis)}
     if args.gpus is not None:
         extra["gpus"] = args.gpus
     settings = {

@@ -16,6 +16,7 @@ from typing import Any
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.tasks import TASKS
+from devicebench.workloads import hook
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
@@ -100,7 +101,7 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(
                 f"config key tasks.{task}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}"
             )
-        for axis in ("lstm_kernel",):
+        for axis in sorted({a for spec in TASKS.values() for a in spec.axes}):
             if f"{axis}s" in settings and axis not in TASKS[task].axes:
                 raise ConfigError(
                     f"config key tasks.{task}.{axis}s: task {task} has no {axis} axis; tasks "
@@ -112,6 +113,12 @@ def _check_names(study: dict[str, Any]) -> None:
                     f"config key tasks.{task}.models[{index}]: unknown model {model!r} for task "
                     f"{task}; known: {', '.join(TASKS[task].models)}"
                 )
+        validate = hook(task, "validate")
+        if validate is not None:
+            try:
+                validate(settings)
+            except ValueError as error:
+                raise ConfigError(f"config key tasks.{task}.{error}") from None
     known = sorted({spec.dataset for spec in TASKS.values()})
     for name, settings in study.get("datasets", {}).items():
         if name not in known:
@@ -126,7 +133,8 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        for key in ("models", "batch_sizes", "lstm_kernels"):
+        keys = ["models", "batch_sizes", "precisions", *(f"{a}s" for a in TASKS[task].axes)]
+        for key in keys:
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():
         repeated = [value for value, count in Counter(values).items() if count > 1]

@@ -18,6 +18,7 @@ from devicebench.metrics import classification_scores
 from devicebench.sampler import Sampler
 from devicebench.tasks import get_task
 from devicebench.timing import latency_percentiles, summarize
+from devicebench.workloads import hook
 
 
 class Backend(Protocol):
@@ -227,8 +228,12 @@ def _result(
         timed_end=timed_end,
     )
     timings.update(extra)
-    quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
-    quality["loss"] = loss
+    scorer = hook(settings["task"], "quality")
+    if scorer is not None:
+        quality = dict(scorer(dataset, predicted, loss))
+    else:
+        quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
+        quality["loss"] = loss
     if get_task(settings["task"]).kind == "next_char":
         quality["perplexity"] = math.exp(min(loss, 700.0))  # next-char accuracy is `accuracy`
     return {

@@ -141,7 +141,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             models,
             study["frameworks"],
             devices,
-            study["precisions"],
+            settings.get("precisions", study["precisions"]),
             batch_sizes,
             study["modes"],
             itertools.product(*extra_axes),

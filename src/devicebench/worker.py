@@ -16,12 +16,16 @@ from typing import Any
 from devicebench import driver, environment, limits
 from devicebench.record import write_atomic
 from devicebench.tasks import get_task
+from devicebench.workloads import hook, workload
 
 
 def make_backend(settings: dict[str, Any], dataset: Any):
-    """The framework backend named by the cell."""
+    """The framework backend named by the cell: the workload module's first, if it has one."""
     spec = get_task(settings["task"])
     framework = settings["framework"]
+    module = workload(settings["task"])
+    if module is not None:
+        return module.make_backend(spec, settings, dataset), _apply_threads(settings)
     if framework == "torch":
         from devicebench.threads import apply_torch_threads
 
@@ -50,6 +54,30 @@ def make_backend(settings: dict[str, Any], dataset: Any):
     raise ValueError(f"unknown framework {framework!r}")
 
 
+def _apply_threads(settings: dict[str, Any]) -> dict[str, Any]:
+    """Thread settings of the cell's framework, applied before a workload builds its backend."""
+    from devicebench.threads import apply_tensorflow_threads, apply_torch_threads
+
+    threads = int(settings["threads_resolved"])
+    if settings["framework"] == "keras-tensorflow":
+        return apply_tensorflow_threads(threads)
+    return {"torch_num_threads": apply_torch_threads(threads)}
+
+
+def load_data(settings: dict[str, Any]) -> Any:
+    """The cell's data: the workload's own loader where it has one, else the dataset registry's."""
+    loader = hook(settings["task"], "load_data")
+    if loader is not None:
+        return loader(settings)
+    from devicebench.data import load_dataset
+
+    return load_dataset(
+        settings["data"],
+        train_samples=settings.get("train_samples"),
+        test_samples=settings.get("test_samples"),
+    )
+
+
 def set_determinism(settings: dict[str, Any]) -> bool:
     """Deterministic kernels for CPU cells, so a rerun with the same seed scores the same.
 
@@ -67,15 +95,9 @@ def set_determinism(settings: dict[str, Any]) -> bool:
 
 def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
-    from devicebench.data import load_dataset
-
     deterministic = set_determinism(settings)  # first: it imports more of the framework
     cap = limits.apply_memory_limit(settings)
-    dataset = load_dataset(
-        settings["data"],
-        train_samples=settings.get("train_samples"),
-        test_samples=settings.get("test_samples"),
-    )
+    dataset = load_data(settings)
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     result = run(backend, settings, dataset)
@@ -87,7 +109,7 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     if "torch" in sys.modules:
         from devicebench.flops import model_flops
 
-        result["model"].update(model_flops(settings["task"], settings["model"]))
+        result["model"].update(model_flops(settings["task"], settings["model"], settings))
     if settings.get("profile") and settings["framework"] == "torch":
         from devicebench.profiling import profile_backend
 

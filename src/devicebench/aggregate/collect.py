@@ -32,7 +32,7 @@ USAGE_COLUMNS = """
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
-    perplexity threads_requested
+    perplexity precision_micro recall_micro threads_requested
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
@@ -57,7 +57,7 @@ KNOWN_COLUMNS = frozenset(
 MEASURED_COLUMNS = tuple(
     """
     median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions passes
-    window_s p50_ms p90_ms p99_ms loss perplexity
+    window_s p50_ms p90_ms p99_ms loss perplexity precision_micro recall_micro
     cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
     """.split()
 )
@@ -202,7 +202,10 @@ def _row(path: Path) -> dict[str, Any]:
         cell_id=_get(record, "cell_id"),
         record_path=str(path),
     )
-    for key in ("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"):
+    for key in (
+        *("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"),
+        *("precision_micro", "recall_micro"),  # entity-level (NER); absent elsewhere
+    ):
         row[key] = _get(_section(record, "quality"), key)
     for key in ("peak_host_mb", "peak_device_mb"):
         row[key] = _get(_section(record, "memory"), key)
@@ -237,7 +240,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     if _missing(flops) and record.get("status") == "ok":
         from devicebench.flops import model_flops
 
-        counted = model_flops(str(row.get("task")), str(row.get("model")))
+        counted = model_flops(str(row.get("task")), str(row.get("model")), dict(row))
         flops = _get(counted, f"flops_per_sample_{mode}")
     out["flops_per_sample"] = flops
     return out

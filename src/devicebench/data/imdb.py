@@ -57,6 +57,12 @@ def _read_reviews(path: Path) -> dict[str, list[tuple[list[str], int]]]:
     }
 
 
+def read_texts(path: Path) -> dict[str, list[tuple[list[str], int]]]:
+    """Each split's reviews as (words, label) in member-name order, before read_archive's shuffle
+    (for tokenizers trained on the text itself)."""
+    return _read_reviews(path)
+
+
 def build_vocabulary(texts: list[list[str]], size: int = VOCAB_SIZE) -> dict[str, int]:
     counts = Counter(word for words in texts for word in words)
     ranked = sorted(counts, key=lambda w: (-counts[w], w))[: size - 2]

@@ -155,6 +155,33 @@ def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -
     return out
 
 
+def _true(value: object) -> bool:
+    return bool(pd.notna(value) and value)
+
+
+def entity_scores(cells: pd.DataFrame, task: str) -> list[str]:
+    """Entity-level F1 of NER training cells (exact spans, seqeval), best and worst if many."""
+    if "precision_micro" not in cells:
+        return []
+    rows = _ok(cells[cells["task"].eq(task) & cells["mode"].eq("train")])
+    rows = rows[rows["precision_micro"].notna() & rows["f1_micro"].notna()]
+    if rows.empty:
+        return []
+    rows = rows.sort_values("f1_micro", ascending=False, kind="stable")
+    if len(rows) > 4:
+        rows = rows.iloc[[0, -1]]
+        lead = "Best and worst entity-level F1"
+    else:
+        lead = "Entity-level F1"
+    return [
+        f"{lead} (exact spans, seqeval) of {_cell(r)}: micro {r['f1_micro']:.3f} (precision "
+        f"{r['precision_micro']:.3f}, recall {r['recall_micro']:.3f}), macro over entity types "
+        f"{r['f1_macro']:.3f}; token accuracy {r['accuracy']:.3f}"
+        f"{' (SYNTHETIC data)' if _true(r.get('synthetic')) else ''}."
+        for _, r in rows.iterrows()
+    ]
+
+
 def top_operator(ops: pd.DataFrame, task: str) -> list[str]:
     """The operator each profiled device spends most of its self time in."""
     rows = ops[ops["task"].eq(task) & ops["rank"].eq(1)] if not ops.empty else ops
@@ -173,6 +200,7 @@ def task_findings(tables: dict[str, pd.DataFrame], task: str) -> list[str]:
         *cheapest(cells, task),
         *efficiency(cells, task),
         *noise_and_agreement(cells, tables["quality"], task),
+        *entity_scores(cells, task),
         *top_operator(tables["profile_ops"], task),
     ]
 

@@ -25,10 +25,10 @@ class TaskSpec:
     learning_rate: float
     optimizer_options: dict[str, float] = field(default_factory=dict)
     source: str = ""
-    kind: str = "image"  # image | binary_text | next_char
-    options: dict[str, int | float] = field(default_factory=dict)
+    kind: str = "image"  # image | binary_text | next_char (workloads/ modules add their own)
+    options: dict[str, int | float | str] = field(default_factory=dict)
     # Extra grid axes the task has, with their allowed values (the first is the default).
-    axes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    axes: dict[str, tuple[str | int | float, ...]] = field(default_factory=dict)
 
     def option(self, name: str) -> int | float:
         """A hyperparameter of the original example (vocabulary, sequence length, units ...)."""
@@ -128,6 +128,19 @@ TASKS: dict[str, TaskSpec] = {
         ),
     )
 }
+
+
+def _register_workloads() -> None:
+    """Add the workloads of devicebench.workloads (one module each) to the registry."""
+    from devicebench.workloads import specs
+
+    for spec in specs():
+        if spec.name in TASKS:
+            raise ValueError(f"workload {spec.name!r} is registered twice")
+        TASKS[spec.name] = spec
+
+
+_register_workloads()
 
 
 def get_task(name: str) -> TaskSpec:

@@ -1,0 +1,252 @@
+"""The torch backend of the transformer workloads: precision, torch.compile, on-device data.
+
+Shared by text_classify and cifar10_finetune (each passes its model builder and its batch
+preparation). Like frameworks/torch_backend.py it keeps the data on the device, gathers shuffled
+batches there and synchronizes only at the end of a call. What it adds:
+
+- precision: fp32 (full-precision matmuls), tf32 (TF32 matmuls and convolutions), bf16 and fp16
+  (autocast; fp16 trains through a gradient scaler);
+- compile: ``compiled`` wraps the model in ``torch.compile`` once per cell; ``new_model`` loads
+  fresh initial weights into that same module, so a repetition never recompiles. The first call
+  of each compiled graph (compilation included) is timed on its own and reported as
+  ``compile_s`` in the record's model section, apart from throughput, as warm-up is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from devicebench.tasks import TaskSpec
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+def set_matmul_precision(precision: str) -> None:
+    """TF32 tensor-core math only for the tf32 cells; plain FP32 for fp32 (and under autocast)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+
+
+class TransformerBackend:
+    """One model, its AdamW optimizer and device-resident data for one cell.
+
+    ``build(seed)`` returns a fresh CPU model whose forward takes the tensors ``prepare`` returns
+    and yields logits; ``data`` maps split ("train"/"test") to a dict of equally long tensors
+    including ``labels``.
+    """
+
+    name = "torch"
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        settings: dict[str, Any],
+        data: dict[str, dict[str, np.ndarray]],
+        build: Callable[[int], torch.nn.Module],
+        prepare: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]],
+        fit_loop: str,
+        channels_last: bool = False,
+    ) -> None:
+        self.spec, self.settings = spec, settings
+        self.device = torch.device(settings["device"])
+        self.batch_size = int(settings["batch_size"])
+        self.build, self.prepare, self.fit_loop = build, prepare, fit_loop
+        self.channels_last = channels_last
+        self.train = {k: torch.as_tensor(v, device=self.device) for k, v in data["train"].items()}
+        self.test = {k: torch.as_tensor(v, device=self.device) for k, v in data["test"].items()}
+        self.precision = str(settings["precision"])
+        set_matmul_precision(self.precision)
+        self.autocast_dtype = DTYPES.get(self.precision)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
+        self.compiled = str(settings.get("compile", "eager")) == "compiled"
+        self.generator = torch.Generator(device=self.device)
+        self.module: torch.nn.Module | None = None  # the eager module (weights live here)
+        self.model: Callable | None = None  # what steps call: the module or its compiled form
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.compile_s: dict[str, float] = {}
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "compile": "compiled" if self.compiled else "eager",
+            "precision_math": self.precision,
+            "architecture": type(getattr(self.module, "model", self.module)).__name__,
+        }
+        if self.compiled:
+            info["compile_s"] = self.compile_s
+        return info
+
+    @property
+    def train_samples(self) -> int:
+        return len(self.train["labels"])
+
+    @property
+    def test_samples(self) -> int:
+        return len(self.test["labels"])
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+    def new_model(self, seed: int) -> None:
+        """Fresh initial weights from `seed` and a new optimizer; the compiled graph is kept."""
+        fresh = self.build(seed)
+        if self.module is None:
+            self.module = fresh.to(self.device)
+            if self.channels_last:
+                self.module = self.module.to(memory_format=torch.channels_last)
+            self.model = torch.compile(self.module) if self.compiled else self.module
+        else:
+            self.module.load_state_dict(fresh.state_dict())
+        self.optimizer = torch.optim.AdamW(
+            self.module.parameters(),
+            lr=float(self.settings["learning_rate"]),
+            weight_decay=float(self.spec.optimizer_options.get("weight_decay", 0.0)),
+        )
+        self.generator.manual_seed(seed)
+
+    def parameter_count(self) -> int:
+        assert self.module is not None
+        return sum(p.numel() for p in self.module.parameters() if p.requires_grad)
+
+    def _first_compiled(self, kind: str, run: Callable[[], Any]) -> None:
+        """Run a graph's first compiled call, timed apart as its compile time."""
+        start = time.perf_counter()
+        run()
+        self.sync()
+        self.compile_s[kind] = time.perf_counter() - start
+
+    def _batch(self, split: dict[str, torch.Tensor], index: Any) -> dict[str, torch.Tensor]:
+        batch = self.prepare({k: v[index] for k, v in split.items()})
+        if self.channels_last and "pixel_values" in batch:
+            batch["pixel_values"] = batch["pixel_values"].contiguous(
+                memory_format=torch.channels_last
+            )
+        return batch
+
+    def _train_step(self, index: torch.Tensor) -> None:
+        batch = self._batch(self.train, index)
+        labels = batch.pop("labels")
+        with self._autocast():
+            logits = self.model(**batch)
+        loss = F.cross_entropy(logits.float(), labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler.is_enabled():
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+
+    def train_steps(self, steps: int) -> None:
+        """`steps` optimizer steps over one shuffled pass; synchronizes at the end."""
+        self.module.train()
+        batch = self.batch_size
+        order = torch.randperm(self.train_samples, device=self.device, generator=self.generator)
+        first = 0
+        if self.compiled and "train" not in self.compile_s and steps:
+            self._first_compiled("train", lambda: self._train_step(order[:batch]))
+            first = 1
+        for step in range(first, steps):
+            self._train_step(order[step * batch : (step + 1) * batch])
+        self.sync()
+
+    def _forward(self, split: dict[str, torch.Tensor], start: int, model: Callable) -> torch.Tensor:
+        batch = self._batch(split, slice(start, start + self.batch_size))
+        batch.pop("labels")
+        with self._autocast():
+            return model(**batch)
+
+    @torch.inference_mode()
+    def infer_batches(self, steps: int) -> list[float]:
+        """Forward `steps` test batches; returns each batch's latency in seconds."""
+        self.module.eval()
+        batch = self.batch_size
+        if self.compiled and "infer" not in self.compile_s:
+            self._first_compiled("infer", lambda: self._forward(self.test, 0, self.model))
+        cuda = self.device.type == "cuda"
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
+        latencies = []
+        if cuda:
+            marks[0].record()
+        for step in range(steps):
+            start = time.perf_counter()
+            self._forward(self.test, step * batch, self.model)
+            if cuda:
+                marks[step + 1].record()
+            else:
+                latencies.append(time.perf_counter() - start)
+        self.sync()
+        if cuda:
+            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
+        return latencies
+
+    @torch.inference_mode()
+    def evaluate(self) -> tuple[np.ndarray, float]:
+        """Predictions for the whole test set and its mean loss (untimed, eager module)."""
+        self.module.eval()
+        predictions, total = [], torch.zeros((), device=self.device)
+        for start in range(0, self.test_samples, self.batch_size):
+            logits = self._forward(self.test, start, self.module).float()
+            labels = self.test["labels"][start : start + self.batch_size]
+            total += F.cross_entropy(logits, labels, reduction="sum")
+            predictions.append(logits.argmax(dim=1))
+        predicted = torch.cat(predictions).cpu().numpy()
+        return predicted, float(total.item() / self.test_samples)
+
+    def peak_device_memory_mb(self) -> float | None:
+        if self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device) / 2**20
+        return None
+
+    @staticmethod
+    def is_oom(error: BaseException) -> bool:
+        return isinstance(error, torch.OutOfMemoryError | MemoryError)
+
+
+def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
+    """FLOPs of one forward (infer) or forward + backward (train) over `inputs`, per sample."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    samples = len(next(iter(inputs.values())))
+    if mode == "train":
+        model.train()
+        with counter:
+            model(**inputs).float().sum().backward()
+    else:
+        model.eval()
+        with torch.no_grad(), counter:
+            model(**inputs)
+    return counter.get_total_flops() / samples
+
+
+class Logits(torch.nn.Module):
+    """A transformers classifier whose forward returns the logits tensor (not a ModelOutput)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**inputs).logits
