@@ -1,0 +1,73 @@
+"""The pandas UDF that scores rows: an iterator of Arrow batches, one model load per worker.
+
+The model is rebuilt from its architecture and the trained weights the cell saved; a module-level
+cache keeps it for every later partition the same Python worker runs. A `fail_once` marker makes
+the first attempt kill its worker (fault injection, to see Spark retry the task).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_MODELS: dict[str, Any] = {}
+
+
+def _model(spec: dict[str, Any]):
+    import torch
+
+    from devicebench.frameworks.torch_models import build_model
+
+    key = spec["weights"]
+    if key not in _MODELS:
+        torch.set_num_threads(int(spec["threads_per_task"]))
+        net = build_model(
+            spec["task"], spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
+        )
+        net.load_state_dict(torch.load(key, map_location="cpu", weights_only=True))
+        _MODELS[key] = net.eval()
+    return _MODELS[key]
+
+
+def _maybe_fail(spec: dict[str, Any]) -> None:
+    marker = spec.get("fail_once")
+    if marker and not Path(marker).exists():
+        Path(marker).write_text(f"first attempt, pid {os.getpid()}\n")
+        os._exit(1)  # the Python worker dies mid-task, as a crashed executor process would
+
+
+def score(spec: dict[str, Any], features: pd.Series, labels: pd.Series) -> pd.DataFrame:
+    """Predictions and per-row loss of one Arrow batch."""
+    import torch
+    import torch.nn.functional as F
+
+    net = _model(spec)
+    x = torch.from_numpy(np.stack(features.to_numpy())).reshape(-1, *spec["input_shape"])
+    y = torch.from_numpy(np.array(labels.to_numpy(), dtype=np.int64))
+    with torch.inference_mode():
+        logits = net(x).float()
+        if spec["binary"]:
+            loss = F.binary_cross_entropy_with_logits(logits, y.float(), reduction="none")
+            predicted = (logits > 0).long()
+        else:
+            loss = F.cross_entropy(logits, y, reduction="none")
+            predicted = logits.argmax(dim=1)
+    return pd.DataFrame({"prediction": predicted.numpy(), "loss": loss.numpy().astype(np.float64)})
+
+
+def make_udf(spec: dict[str, Any]):
+    """The iterator-of-batches pandas UDF over (features, label) -> struct(prediction, loss)."""
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("prediction long, loss double")
+    def predict(batches: Iterator[tuple[pd.Series, pd.Series]]) -> Iterator[pd.DataFrame]:
+        _maybe_fail(spec)
+        for features, labels in batches:
+            yield score(spec, features, labels)
+
+    return predict

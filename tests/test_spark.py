@@ -1,0 +1,107 @@
+"""Spark infer cells for real, in local mode on the CPU: a batch job, a stream, task retries.
+
+Each test starts a JVM (slow on a small machine), so there are few of them, on a tiny data set.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from devicebench.cell import run_cell
+from devicebench.data import prepare_dataset
+from devicebench.grid import make_cell
+
+pytest.importorskip("pyspark")
+
+RUN = {
+    "dataset": "mnist",
+    "epochs": 1,
+    "steps_per_epoch": 4,
+    "learning_rate": 0.001,
+    "repetitions": 3,
+    "warmup_steps": 1,
+    "seed": 7,
+    "timeout_s": 600,
+    "noise_cov": 0.1,
+}
+
+
+def infer_cell(engine: str | None, **spark):
+    values = {
+        "task": "mnist_mlp",
+        "model": "mlp",
+        "framework": "torch",
+        "device": "cpu",
+        "threads": 2,
+        "precision": "fp32",
+        "batch_size": 32,
+        "mode": "infer",
+    }
+    extra = {} if engine is None else {"engine": engine}
+    return make_cell(values, extra, RUN | {f"spark_{k}": v for k, v in spark.items()})
+
+
+@pytest.fixture(scope="module")
+def mnist(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mnist")
+    prepare_dataset("mnist", "synthetic", folder, seed=7, train_samples=256, test_samples=128)
+    return folder / "manifest.json"
+
+
+@pytest.fixture(scope="module")
+def inprocess(mnist, tmp_path_factory):
+    out = tmp_path_factory.mktemp("inprocess") / "cell.json"
+    record = run_cell(infer_cell(None), data=mnist, out=out)
+    assert record["status"] == "ok", record["message"]
+    return record
+
+
+def test_a_spark_batch_cell_survives_a_dead_worker_and_scores_as_in_process(
+    mnist, inprocess, tmp_path
+):
+    marker = tmp_path / "first-attempt-died"
+    record = run_cell(
+        infer_cell("spark", max_failures=2),
+        data=mnist,
+        out=tmp_path / "spark.json",
+        extra={"spark_fail_once": str(marker)},
+    )
+    assert record["status"] == "ok", record["message"]
+    assert "engine~spark/" in record["cell_id"]
+    assert marker.exists()  # a task's Python worker died on its first attempt ...
+    assert record["spark"]["failed_task_attempts"] >= 1  # ... and Spark ran it again
+    assert record["spark"]["master"] == "local[2,2]"
+    assert record["quality"]["accuracy"] == inprocess["quality"]["accuracy"]
+    assert record["quality"]["f1_macro"] == inprocess["quality"]["f1_macro"]
+    assert record["quality"]["loss"] == pytest.approx(inprocess["quality"]["loss"], rel=1e-5)
+    assert record["quality"]["predictions_equal_inprocess"] is True
+    assert record["throughput"]["samples_per_repetition"] == 128
+    assert len(record["timings"]["repetitions_s"]) == 3
+
+
+def test_a_spark_streaming_cell_records_latency_per_micro_batch(mnist, inprocess, tmp_path):
+    record = run_cell(
+        infer_cell("spark-streaming", stream_interval_s=0.05),
+        data=mnist,
+        out=tmp_path / "stream.json",
+    )
+    assert record["status"] == "ok", record["message"]
+    assert record["quality"]["accuracy"] == inprocess["quality"]["accuracy"]
+    runs = record["spark"]["micro_batches"]
+    assert len(runs) == 3
+    for micro in runs:
+        assert sum(m["rows"] for m in micro) == 128  # 4 Parquet files of 32 rows, all scored
+        assert all(m["latency_s_max"] >= m["latency_s_mean"] > 0 for m in micro)
+    assert record["timings"]["latency_ms"]["p99"] >= record["timings"]["latency_ms"]["p50"] > 0
+
+
+def test_a_task_that_dies_with_no_retry_left_records_the_error(mnist, tmp_path):
+    record = run_cell(
+        infer_cell("spark", max_failures=1),
+        data=mnist,
+        out=tmp_path / "fails.json",
+        extra={"spark_fail_once": str(tmp_path / "marker")},
+    )
+    assert record["status"] == "error"
+    assert "Task" in record["message"] or "task" in record["message"], record["message"]
+    assert (tmp_path / "fails.json").exists()
