@@ -20,7 +20,12 @@ if importlib.util.find_spec("devicebench") is None:
 from devicebench.aggregate import analysis, timelines  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
-from devicebench.aggregate.tables import quality_table, speedup_table, timing_table  # noqa: E402
+from devicebench.aggregate.tables import (  # noqa: E402
+    not_ok_table,
+    quality_table,
+    speedup_table,
+    timing_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,6 +113,7 @@ def aggregate(
         "utilization": timelines.utilization_table(paths),
         "profile_ops": ops,
         "top_ops": timelines.top_ops_side_by_side(ops),
+        "not_ok": not_ok_table(cells),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

@@ -3,7 +3,7 @@
     python scripts/charts.py --tables results/tables --out results/charts
     python scripts/charts.py --cells results/tables/cells.csv --out results/charts
 
-Writes every chart of devicebench.aggregate.more_charts.CHART_NAMES (time, throughput, speedup
+Writes every chart of devicebench.aggregate.writeup_charts.CHART_NAMES (time, throughput, speedup
 and samples per dollar vs batch size, throughput, accuracy and TFLOP/s per cell, utilization
 timelines, top operators) as self-contained HTML and PNG.
 """
@@ -21,9 +21,9 @@ if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.aggregate.collect import read_table  # noqa: E402
-from devicebench.aggregate.more_charts import write_all_charts  # noqa: E402
 from devicebench.aggregate.tables import speedup_table  # noqa: E402
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS  # noqa: E402
+from devicebench.aggregate.writeup_charts import write_all_charts  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -21,7 +21,8 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "src"))
 
-from devicebench.cell import run_cell  # noqa: E402
+from devicebench.cell import Orphaned, run_cell  # noqa: E402
+from devicebench.devices import host_cores  # noqa: E402
 from devicebench.grid import AXES, make_cell  # noqa: E402
 from devicebench.tasks import TASKS, get_task  # noqa: E402
 
@@ -59,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--timeout-s", type=float, default=3600.0)
     run.add_argument("--noise-cov", type=float, default=0.1)
     run.add_argument(
+        "--min-repetition-s",
+        type=float,
+        default=1.0,
+        help="each timed repetition repeats its pass until it has run this long (default 1.0)",
+    )
+    run.add_argument(
         "--memory-limit-mb",
         type=int,
         help="cap on the memory the cell may allocate once its framework is loaded (oom beyond)",
@@ -73,6 +80,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.repetitions < 1:
         parser.error("--batch-size and --repetitions must be at least 1")
+    for flag in ("epochs", "steps_per_epoch"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
+    if args.min_repetition_s < 0:
+        parser.error(f"--min-repetition-s must be at least 0 (got {args.min_repetition_s})")
+    if args.threads != "all":
+        if not args.threads.isdigit() or int(args.threads) < 1:
+            parser.error(f"--threads must be a positive number or 'all' (got {args.threads!r})")
+        cores = host_cores()
+        if int(args.threads) > cores:
+            print(
+                f"[devicebench] warning: --threads {args.threads} is more than the {cores} cores "
+                "of this host; the cell will oversubscribe its CPU",
+                file=sys.stderr,
+                flush=True,
+            )
     return args
 
 
@@ -108,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         extra["gpus"] = args.gpus
     settings = {
         "dataset": args.dataset or spec.dataset,
-        "epochs": args.epochs or spec.epochs,
+        "epochs": args.epochs if args.epochs is not None else spec.epochs,
         "steps_per_epoch": args.steps_per_epoch,
         "learning_rate": args.learning_rate or spec.learning_rate,
         "repetitions": args.repetitions,
@@ -116,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "timeout_s": args.timeout_s,
         "noise_cov": args.noise_cov,
+        "min_repetition_s": args.min_repetition_s,
     }
     if args.memory_limit_mb:
         settings["memory_limit_mb"] = args.memory_limit_mb
@@ -124,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)
-    run_cell(cell, data=data, out=args.out)
+    try:
+        run_cell(cell, data=data, out=args.out)
+    except Orphaned as error:
+        print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
+        return 3
     return 0  # a failed cell is a result too: its record says so, and the grid goes on
 
 

@@ -14,6 +14,7 @@ TINY_CONFIG = {
     "study": "tiny",
     "seed": 7,
     "repetitions": 3,
+    "min_repetition_s": 0.02,
     "warmup_steps": 1,
     "timeout_s": 300,
     "speedup_base": "cpu",

@@ -22,7 +22,8 @@ LEAD = [
     "status", "message", "median_s", "samples_per_s", "accuracy", "f1_macro", "f1_micro",
 ]  # fmt: skip
 TAIL = [
-    "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "p50_ms", "p90_ms", "p99_ms",
+    "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "passes", "window_s", "p50_ms",
+    "p90_ms", "p99_ms",
     "loss", "peak_host_mb", "peak_device_mb", "synthetic", "dataset", "source", "cpu_model",
     "gpu_name", "torch_version", "hostname", "slurm_job_id", "seed", "config_hash",
     "code_version", "timed_start", "timed_end", "cell_id",
@@ -67,8 +68,9 @@ def make_record(
             "epoch_s": [reps], "latency_ms": {"p50": 1.0, "p90": 1.5, "p99": 2.0},
             "median_s": median_s, "iqr_s": median_s * 0.025, "cov": 0.02, "noisy": False,
             "timed_start": 1_700_000_000.0, "timed_end": 1_700_000_010.0,
+            "passes": [2, 2, 3], "window_s": [r * n for r, n in zip(reps, (2, 2, 3), strict=True)],
         }  # fmt: skip
-        record["throughput"] = {"samples_per_s": 1024 / median_s, "samples_per_repetition": 1024}
+        record["throughput"] = {"samples_per_s": 1024 / median_s, "samples_per_pass": 1024}
         record["quality"] = {"accuracy": accuracy, "f1_macro": accuracy - 0.01,
                              "f1_micro": accuracy, "loss": 0.3}  # fmt: skip
         record["memory"] = {"peak_host_mb": 512.0, "peak_device_mb": 64.0}
@@ -116,6 +118,7 @@ def test_values_labels_and_sorting(cells: pd.DataFrame) -> None:
     assert row.median_s == 0.5 and row.samples_per_s == 2048
     assert row.torch_version == "2.13.0" and row.gpu_name == "H100"
     assert row.n_repetitions == 3 and bool(row.synthetic) and not bool(row.noisy)
+    assert row.passes == 2 and row.window_s > row.median_s
     assert pd.isna(row.slurm_job_id)
     assert list(cells["task"]) == sorted(cells["task"])
     kernel = cells[cells.lstm_kernel.notna()]
@@ -215,7 +218,9 @@ def test_charts_written(cells: pd.DataFrame, tmp_path: Path) -> None:
     paths = write_charts(cells, speedup_table(cells, "cpu"), tmp_path / "charts")
     _check_charts(paths)
     html = (tmp_path / "charts" / "time_vs_batch.html").read_text()
-    assert "synthetic data" in html and "2 cells not ok" in html
+    assert (
+        "synthetic data" in html and "not drawn: 1 error, 1 skipped (see the not_ok table)" in html
+    )
 
 
 def test_charts_without_ok_cells(cells: pd.DataFrame, tmp_path: Path) -> None:
@@ -232,9 +237,11 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
-                      "utilization", "profile_ops", "top_ops")  # fmt: skip
+                      "utilization", "profile_ops", "top_ops", "not_ok")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
+    not_ok = pd.read_csv(tables / "not_ok.csv")
+    assert sorted(not_ok.status) == ["error", "skipped"] and not_ok.message.notna().all()
     subprocess.run([*run, *map(str, records[:3])], check=True)
     assert len(pd.read_csv(tables / "cells.csv")) == 3
     chart_cmd = [
@@ -242,7 +249,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
         *("--cells", str(tables / "cells.csv"), "--speedup", str(tables / "speedup.csv")),
     ]
     subprocess.run(chart_cmd, check=True)
-    _check_charts(sorted(charts.iterdir()), count=18)  # every chart of more_charts.CHART_NAMES
+    _check_charts(sorted(charts.iterdir()), count=18)  # every chart of writeup_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout
 

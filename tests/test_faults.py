@@ -253,3 +253,33 @@ def test_a_corrupt_data_file_fails_its_cells_before_training(tmp_path):
     assert "DataIntegrityError" in record["message"] and name in record["message"]
     assert "sha256" in record["message"] and entry["sha256"] in record["message"]
     assert not record["timings"], "the cell trained on corrupt data"
+
+
+# -- snakemake itself killed by SIGKILL -------------------------------------------------------
+
+
+def test_a_cell_whose_snakemake_is_killed_stops(tmp_path):
+    """kill -9 of snakemake leaves its job's shell; the cell must notice and stop, not time on."""
+    config = small_config(modes=["train"], min_repetition_s=60.0, timeout_s=600)
+    config["tasks"] = {"mnist_mlp": {"models": ["mlp"], "epochs": 1, "steps_per_epoch": 2}}
+    write_config(tmp_path, config)
+    (cell,) = expand_grid(check_config(config))
+    out = tmp_path / "results" / "cells" / f"{cell.cell_id}.json"
+    process, mark = start_snakemake(tmp_path, "--cores", "1", TABLE)
+    log = tmp_path / "results" / "logs" / "cells" / f"{cell.cell_id}.log"
+    wait_for(lambda: log.exists() and "warm-up done" in log.read_text(), 180, "timing to start")
+    cell_processes = [p for p in marked_processes(mark) if p.pid != process.pid]
+    assert any("devicebench.worker" in " ".join(p.cmdline()) for p in cell_processes)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    gone, alive = psutil.wait_procs(cell_processes, timeout=60)
+    assert not alive, f"still running after snakemake was killed: {[p.cmdline() for p in alive]}"
+    assert "stopped: process" in log.read_text()
+    assert not out.exists()
+
+    # the README's recovery: unlock, then rerun
+    locked = snakemake(tmp_path, "--cores", "1", TABLE, check=False)
+    assert "--unlock" in locked.stdout + locked.stderr
+    snakemake(tmp_path, "--unlock")
+    snakemake(tmp_path, "--cores", "1", TABLE, "--config", "min_repetition_s=0")
+    assert json.loads(out.read_text())["status"] == "ok"

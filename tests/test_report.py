@@ -62,6 +62,9 @@ def test_report_is_self_contained_and_lists_its_charts(finished_study):
     for task in config["tasks"]:
         assert f"Task {task}" in page
     assert "cheapest is" in page and "top operator" in page
+    ok = sum(1 for line in (workdir / "results" / "tables" / "cells.csv").open() if ",ok," in line)
+    assert re.search(rf"at least {config['min_repetition_s']} s each", page)
+    assert re.search(rf"\d+ of {ok} ok cells noisy", page)
     for chart in manifest["charts"]:
         assert (workdir / "results" / "charts" / f"{chart['chart']}.png").exists()
 

@@ -78,6 +78,44 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+class Orphaned(RuntimeError):
+    """The workflow that started this cell is gone (e.g. snakemake killed by SIGKILL)."""
+
+
+def _is_snakemake(process: Any) -> bool:
+    """`snakemake ...`, `python /path/bin/snakemake ...` or `python -m snakemake ...`."""
+    import psutil
+
+    try:
+        command = process.cmdline()
+    except psutil.Error:
+        return False
+    return "snakemake" in [Path(arg).name for arg in command[:2]] or command[1:3] == [
+        "-m",
+        "snakemake",
+    ]
+
+
+def watched_ancestors() -> list[Any]:
+    """The processes whose death means nobody waits for this cell any more.
+
+    Under Snakemake: every ancestor up to and including the nearest snakemake process (a
+    SIGKILLed snakemake leaves its job's shell running, so the direct parent alone is not
+    enough); run by hand: the direct parent. Ancestors above snakemake (a login shell that a
+    `nohup snakemake &` outlives) are not watched.
+    """
+    import psutil  # here: the runner needs it only while it waits
+
+    chain = []
+    for process in psutil.Process().parents():
+        if process.pid == 1:
+            break
+        chain.append(process)
+        if _is_snakemake(process):
+            return chain
+    return chain[:1]
+
+
 def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Run the worker; its result document, or a failure of our own making."""
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
@@ -93,7 +131,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             command, env=env, start_new_session=True, preexec_fn=_die_with_parent
         )
         try:
-            returncode = process.wait(timeout=timeout_s)
+            returncode = _wait(process, timeout_s, watched_ancestors())
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -111,6 +149,25 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             why = " (the kernel's out-of-memory killer sends SIGKILL)" if status == "oom" else ""
             return {"status": status, "message": f"worker killed by {name}{why}"}
         return {"status": "error", "message": f"worker exited {returncode} without a result"}
+
+
+def _wait(process: subprocess.Popen, timeout_s: float, watched: list[Any]) -> int:
+    """Wait for the worker; raise Orphaned as soon as a watched ancestor has died."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout_s)
+        try:
+            return process.wait(timeout=min(0.5, remaining))
+        except subprocess.TimeoutExpired:
+            pass
+        gone = [p for p in watched if not p.is_running()]
+        if gone:
+            raise Orphaned(
+                f"process {gone[0].pid} that started this cell is gone (snakemake killed?); "
+                "the cell stops without a record so that it never times itself beside another run"
+            )
 
 
 def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:

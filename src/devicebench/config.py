@@ -155,6 +155,50 @@ def _check_devices(study: dict[str, Any]) -> None:
             )
 
 
+# Keys a user's config *selects* with: what it lists is all that runs. Each replaces the value
+# below it whole (for `tasks`, the default's settings of a task the user names still fill in).
+SELECTING_KEYS = ("tasks", "frameworks", "devices", "precisions", "modes", "batch_sizes")
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """`update` over `base`, mappings merged key by key, anything else replaced."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def combine_configs(
+    default: dict[str, Any], users: list[dict[str, Any]], overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The study a run means: the default config, each user config over it, then --config values.
+
+    Settings merge key by key (the default fills what a user leaves out), but a user's selection
+    replaces the default's: only the tasks, frameworks, devices, precisions, modes and batch
+    sizes the user's file lists run (a task the user names keeps the default's settings for it
+    that the user does not give).
+    """
+    study = copy.deepcopy(default)
+    for user in users:
+        if not isinstance(user, dict):
+            raise ConfigError("config file: expected a mapping at the top level")
+        tasks, before = user.get("tasks"), study
+        study = _merge(study, {k: v for k, v in user.items() if k not in SELECTING_KEYS})
+        for key in SELECTING_KEYS:
+            if key in user:
+                study[key] = copy.deepcopy(user[key])
+        if isinstance(tasks, dict):
+            previous = (default.get("tasks") or {}) | (before.get("tasks") or {})
+            study["tasks"] = {
+                name: _merge(previous.get(name) or {}, settings or {})
+                for name, settings in tasks.items()
+            }
+    return _merge(study, overrides or {})
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a YAML config file and check it."""
     import yaml

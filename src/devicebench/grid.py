@@ -80,6 +80,7 @@ KNOWN_FLAGS = set(AXES) | {
     "seed",
     "timeout_s",
     "noise_cov",
+    "min_repetition_s",
     "memory_limit_mb",
     "profile",
     "gpus",
@@ -126,6 +127,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "seed": study["seed"],
             "timeout_s": settings.get("timeout_s", study["timeout_s"]),
             "noise_cov": study["noise_cov"],
+            "min_repetition_s": study["min_repetition_s"],
         }
         memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
         if memory_limit_mb:  # only when set, so other configs keep their hashes

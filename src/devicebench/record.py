@@ -11,10 +11,12 @@ Layout (every key always present; values may be null where they do not apply)::
     status           "ok" | "oom" | "timeout" | "error" | "skipped"
     message          why, for anything but ok
     data             {dataset, source, synthetic: bool, train_samples, test_samples}
-    timings          {first_call_s, warmup_s: [..], repetitions_s: [..], epoch_s: [[..], ..],
+    timings          {first_call_s, warmup_s: [..], repetitions_s: [..] (seconds per pass),
+                      window_s: [..], passes: [..] (each repetition repeats its pass until its
+                      window lasts min_repetition_s), min_repetition_s, epoch_s: [[..], ..],
                       latency_ms: {p50, p90, p99}, median_s, iqr_s, cov, noisy: bool,
                       timed_start, timed_end (unix seconds)}
-    throughput       {samples_per_s, samples_per_repetition}
+    throughput       {samples_per_s, samples_per_pass}
     quality          {accuracy, f1_macro, f1_micro, loss}
     memory           {peak_host_mb, peak_device_mb, limit: {limit_mb, baseline_mb, rlimit_as}}
     environment      {python, libraries: {..}, cpu_model, cpu_flags: [..], cpu_cores, threads,

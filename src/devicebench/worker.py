@@ -107,7 +107,10 @@ def main(argv: list[str]) -> int:
         result = measure(settings)
     except Exception as error:  # noqa: BLE001 - every failure becomes a record, the grid goes on
         limits.lift_memory_limit()
-        traceback.print_exc()
+        # The traceback belongs in the log (a job's stderr); a person at a terminal gets the
+        # message from the runner, and the record keeps the traceback either way.
+        if not sys.stderr.isatty():
+            traceback.print_exc()
         oom = limits.is_oom(error)
         cap = settings.get("memory_limit_mb")
         why = f" (memory_limit_mb={cap})" if oom and cap else ""
@@ -115,6 +118,7 @@ def main(argv: list[str]) -> int:
             "status": "oom" if oom else "error",
             "message": f"{type(error).__name__}: {error}{why}",
             "environment": environment.capture(int(settings["threads_resolved"])),
+            "traceback": traceback.format_exc(),
         }
     write_atomic(result_path, result)
     return 0

@@ -1,7 +1,9 @@
 """Altair charts of the study, saved as offline HTML (inline JavaScript) and PNG.
 
-Failed cells are never drawn as values (a missing bar would read as zero); they are named in
-each chart's subtitle instead. Titles say "synthetic data" whenever a plotted row is synthetic.
+Failed cells are never drawn as values (a missing bar would read as zero); the not_ok table names
+them, and a chart's subtitle only counts them. Every axis that varies within a chart (framework,
+precision, extra axes such as lstm_kernel) is encoded by colour, shape, dash or facet with a legend,
+so no two marks stand for the same values. Titles say "synthetic data" when a row is synthetic.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
 
-MAX_LISTED = 8
+# Columns the charts add to their data; never mistaken for extra axes of the grid.
+HELPER_COLUMNS = {"panel", "series", "iqr_lo", "iqr_hi", "cell"}
 _REMOTE_SCRIPT = re.compile(r"<script[^>]*\bsrc\s*=\s*[\"']?https?:", re.IGNORECASE)
 
 
@@ -37,27 +40,24 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
     cols = ["panel", "series", "iqr_lo", "iqr_hi", "median_s", "iqr_s", "cov", "noisy"]
     data = _data(plotted, cols)
     x = _batch_axis(plotted)
-    y_title = "median s (bars: median ± IQR/2)"
+    y_title = "median s per pass (bars: median ± IQR/2)"
     color = alt.Color("device_label:N", title="device")
-    tooltip = _tooltip(plotted, ["median_s", "iqr_s", "cov", "samples_per_s"])
-    shape = alt.Shape(
-        "noisy:N",
-        title="CoV flag",
-        scale=alt.Scale(domain=["steady", "noisy"], range=["circle", "cross"]),
-    )
+    tooltip = _tooltip(plotted, ["median_s", "iqr_s", "cov", "samples_per_s", "passes"])
+    dash = _series_dash(plotted)
     line = (
         alt.Chart()
         .mark_line(point=True)
         .encode(x=x, y=alt.Y("median_s:Q", title=y_title), color=color, detail="series:N")
-        .encode(tooltip=tooltip)
+        .encode(tooltip=tooltip, **dash)
     )
-    if "noisy" in plotted:
+    if "noisy" in plotted:  # a noisy cell (CoV above noise_cov) gets a cross over its point
         line = alt.layer(
             line,
             alt.Chart()
-            .mark_point(size=60, filled=True)
-            .encode(x=x, y="median_s:Q")
-            .encode(color=color, shape=shape, tooltip=tooltip),
+            .transform_filter(alt.datum.noisy == "noisy")
+            .mark_point(size=90, shape="cross", color="black")
+            .encode(x=x, y="median_s:Q", detail="series:N", tooltip=tooltip)
+            .encode(**_noisy_key()),
         )
     bars = (
         alt.Chart()
@@ -91,6 +91,7 @@ def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
             color=alt.Color("device_label:N", title="device"),
             detail="series:N",
             tooltip=_tooltip(plotted, ["speedup", "median_s", "base_median_s"]),
+            **_series_dash(plotted),
         )
     )
     one = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(1))
@@ -192,13 +193,9 @@ def _split(df: pd.DataFrame, value: str) -> tuple[pd.DataFrame, list[str]]:
     failed = df[~ok]
     lines: list[str] = []
     if len(failed):
-        label = _cell_label(failed, with_task=True, with_device=True)
-        items = [f"{c} ({s})" for c, s in zip(label, failed["status"], strict=True)]
-        noun = "cell" if len(items) == 1 else "cells"
-        lines.append(f"{len(items)} {noun} not ok:")
-        lines += items[:MAX_LISTED]
-        if len(items) > MAX_LISTED:
-            lines.append(f"… and {len(items) - MAX_LISTED} more")
+        counts = failed["status"].astype(str).value_counts().sort_index()
+        what = ", ".join(f"{n} {status}" for status, n in counts.items())
+        lines.append(f"not drawn: {what} (see the not_ok table)")
     without = int((ok & ~has).sum())
     if without:
         why = " (base missing)" if value == "speedup" else ""
@@ -221,9 +218,13 @@ def _empty(title: str, subtitle: list[str]) -> alt.Chart:
     )
 
 
+def _extra_axes(df: pd.DataFrame) -> list[str]:
+    return [c for c in extra_axis_columns(df) if c not in HELPER_COLUMNS]
+
+
 def _axis_cols(df: pd.DataFrame) -> list[str]:
     base = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
-    return [c for c in base if c in df] + extra_axis_columns(df)
+    return [c for c in base if c in df] + _extra_axes(df)
 
 
 def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Series:
@@ -237,7 +238,7 @@ def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Seri
         text = df[col].map(_text)
         if col == "batch_size":
             text = "b" + text
-        elif col in extra_axis_columns(df):  # an extra axis only labels the rows that have it
+        elif col in _extra_axes(df):  # an extra axis only labels the rows that have it
             text = text.map(lambda v, c=col: "" if v == "-" else f"{c}={v}")
         parts.append(text)
     if not parts:
@@ -246,10 +247,48 @@ def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Seri
     return joined.astype(str)
 
 
+SERIES_AXES = ("model", "framework", "precision")
+
+
+def _series_columns(df: pd.DataFrame) -> list[str]:
+    """The non-device axes that vary within the chart, each line's identity beside the device."""
+    cols = [c for c in [*SERIES_AXES, *_extra_axes(df)] if c in df]
+    return [c for c in cols if df[c].map(_text).nunique() > 1]
+
+
 def _series(df: pd.DataFrame) -> pd.Series:
-    """One line per model/framework/precision/extra-axes combination within a panel."""
-    cols = [c for c in ["model", "framework", "precision", *extra_axis_columns(df)] if c in df]
-    return df[cols].map(_text).agg("/".join, axis=1) if cols else pd.Series("", index=df.index)
+    """One line per combination of the varying model/framework/precision/extra axes."""
+    cols = _series_columns(df)
+    if not cols:
+        return pd.Series("-", index=df.index)
+    return df[cols].map(_text).agg(" · ".join, axis=1)
+
+
+def _series_title(df: pd.DataFrame) -> str:
+    return " · ".join(_series_columns(df)) or "series"
+
+
+def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
+    """Dash (lines) and shape (points) by series, with a legend naming the varying axes."""
+    if not _series_columns(df):
+        return {}
+    title = _series_title(df)
+    return {
+        "strokeDash": alt.StrokeDash("series:N", title=title),
+        "shape": alt.Shape("series:N", title=title),
+    }
+
+
+def _noisy_key() -> dict[str, Any]:
+    """The noisy marker's legend: a cross means CoV above noise_cov."""
+    return {
+        "opacity": alt.Opacity(
+            "noisy:N",
+            title="CoV flag",
+            scale=alt.Scale(domain=["noisy"], range=[1]),
+            legend=alt.Legend(symbolType="cross"),
+        )
+    }
 
 
 def _tooltip(df: pd.DataFrame, values: list[str]) -> list[alt.Tooltip]:

@@ -20,8 +20,8 @@ AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_s
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
 LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
 TAIL_COLUMNS = """
-    iqr_s cov noisy first_call_s n_repetitions p50_ms p90_ms p99_ms loss peak_host_mb
-    peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
+    iqr_s cov noisy first_call_s n_repetitions passes window_s p50_ms p90_ms p99_ms loss
+    peak_host_mb peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
     slurm_job_id seed config_hash code_version timed_start timed_end cell_id
 """.split()
 # Utilization (sampled during the timed section) and model FLOPs, from the record.
@@ -56,16 +56,16 @@ KNOWN_COLUMNS = frozenset(
 # Measured numbers are meaningless for a cell that did not finish, so they are blanked there.
 MEASURED_COLUMNS = tuple(
     """
-    median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions
-    p50_ms p90_ms p99_ms loss perplexity
+    median_s samples_per_s accuracy f1_macro f1_micro iqr_s cov noisy n_repetitions passes
+    window_s p50_ms p90_ms p99_ms loss perplexity
     cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
     """.split()
 )
 INT_COLUMNS = tuple(
-    "threads batch_size n_repetitions seed train_samples test_samples cpu_cores".split()
+    "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores".split()
 )
 FLOAT_COLUMNS = (
-    *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions")),
+    *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions", "passes")),
     *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
     *"base_median_s speedup accuracy_spread flops_per_sample".split(),
     *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
@@ -189,6 +189,8 @@ def _row(path: Path) -> dict[str, Any]:
         noisy=_get(timings, "noisy"),
         first_call_s=_get(timings, "first_call_s"),
         n_repetitions=len(repetitions) if isinstance(repetitions, list) else np.nan,
+        passes=_median(timings.get("passes")),
+        window_s=_median(timings.get("window_s")),
         p50_ms=_get(latency, "p50"),
         p90_ms=_get(latency, "p90"),
         p99_ms=_get(latency, "p99"),
@@ -216,6 +218,13 @@ def _row(path: Path) -> dict[str, Any]:
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
     return row
+
+
+def _median(values: Any) -> float:
+    """The median of a record's per-repetition list (passes, windows); NaN when absent."""
+    if isinstance(values, list) and values:
+        return float(np.median(values))
+    return np.nan
 
 
 def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:

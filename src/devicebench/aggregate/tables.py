@@ -32,6 +32,25 @@ def timing_table(df: pd.DataFrame) -> pd.DataFrame:
     return _sorted(out, keys)
 
 
+def not_ok_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Every cell that did not finish ok (skipped, failed, oom, timeout), with its reason.
+
+    Charts never draw these (a missing bar would read as zero); this table names them instead.
+    """
+    keys = [
+        "task",
+        "model",
+        "framework",
+        "device_label",
+        "precision",
+        "mode",
+        "batch_size",
+        *extra_axis_columns(df),
+    ]
+    failed = df[df["status"].ne("ok")] if "status" in df else df.iloc[0:0]
+    return _sorted(_select(failed, [*keys, "status", "message"]), keys)
+
+
 def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
     """Speedup of every cell over the base device's cell with the same other axes.
 

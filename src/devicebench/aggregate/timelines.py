@@ -21,6 +21,7 @@ TIMELINE_COLUMNS = [
     *GROUP[:3],
     "device_label",
     *GROUP[3:],
+    "cell",
     "t",
     "cpu_percent_mean",
     "gpu_util",
@@ -30,6 +31,7 @@ TIMELINE_COLUMNS = [
 OPS_COLUMNS = [
     *GROUP,
     "device_label",
+    "cell",
     "ranked_by",
     "rank",
     "op",
@@ -49,10 +51,19 @@ def _records(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:
             yield record
 
 
+NOT_AXES = {"task", "device", "threads", "threads_requested"}
+
+
 def _cell(record: dict[str, Any]) -> dict[str, Any]:
+    """The cell's axes and its full name within the task, e.g. mlp/torch/cuda/fp32/b128/infer
+    (extra axes as name=value), so a chart draws one line per cell, never one per label."""
     axes = record.get("axes") or {}
     out = {key: axes.get(key) for key in GROUP}
     out["device_label"] = device_label(axes.get("device"), axes.get("threads"))
+    parts = [str(axes.get(k)) for k in ("model", "framework")] + [out["device_label"]]
+    parts += [str(axes.get("precision")), f"b{axes.get('batch_size')}", str(axes.get("mode"))]
+    parts += [f"{k}={v}" for k, v in axes.items() if k not in NOT_AXES and k not in GROUP]
+    out["cell"] = "/".join(parts)
     return out
 
 

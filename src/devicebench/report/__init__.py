@@ -9,7 +9,16 @@ import pandas as pd
 from devicebench.aggregate.collect import read_table
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
 
-REPORT_TABLES = ("cells", "speedup", "timing", "cost", "quality", "efficiency", "top_ops")
+REPORT_TABLES = (
+    "cells",
+    "speedup",
+    "timing",
+    "cost",
+    "quality",
+    "efficiency",
+    "top_ops",
+    "not_ok",
+)
 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:

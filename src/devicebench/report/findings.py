@@ -5,15 +5,29 @@ from __future__ import annotations
 
 import pandas as pd
 
-from devicebench.aggregate.collect import format_value
+from devicebench.aggregate.collect import extra_axis_columns, format_value
+
+SERIES = ["model", "framework", "precision"]
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"].eq("ok")] if "status" in df else df
 
 
+def _extra(row: pd.Series) -> str:
+    """The row's extra axes (lstm_kernel=cudnn, ...), where it has them."""
+    names = extra_axis_columns(row.to_frame().T)
+    values = [(n, row[n]) for n in names if pd.notna(row[n]) and str(row[n]) not in ("", "-")]
+    return "".join(f", {n}={format_value(v)}" for n, v in values)
+
+
 def _cell(row: pd.Series) -> str:
-    return f"{row['device_label']}, batch {format_value(row['batch_size'])}, {row['mode']}"
+    """The full cell: model, framework, device, precision, batch, mode and extra axes."""
+    return (
+        f"{row.get('model')} in {row.get('framework')} on {row['device_label']}, "
+        f"{row.get('precision')}, batch {format_value(row['batch_size'])}, {row['mode']}"
+        f"{_extra(row)}"
+    )
 
 
 def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
@@ -23,7 +37,9 @@ def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
     if gpu.empty:
         return []
     out = []
-    for (mode, label), part in gpu.groupby(["mode", "device_label"], sort=True):
+    series = [c for c in [*SERIES, *extra_axis_columns(gpu)] if c in gpu]
+    for keys, part in gpu.groupby(["mode", "device_label", *series], sort=True, dropna=False):
+        mode, label = keys[0], " ".join(str(k) for k in (keys[1], *keys[2:]) if pd.notna(k))
         done = part[part["speedup"].notna()].sort_values("batch_size")
         if done.empty:
             statuses = ", ".join(sorted(set(part["status"].astype(str))))

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.collect import format_value
-from devicebench.aggregate.more_charts import all_charts
+from devicebench.aggregate.writeup_charts import all_charts
 from devicebench.report import findings
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
@@ -48,6 +48,7 @@ TABLES_SHOWN = {
     "quality": "Accuracy and agreement",
     "efficiency": "Utilization, achieved FLOP/s and MFU",
     "top_ops": "Top operators by self time (CPU vs GPU, side by side)",
+    "not_ok": "Cells not ok (skipped or failed; never drawn in the charts)",
 }
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -90,6 +91,13 @@ def table_html(df: pd.DataFrame, flags: dict[str, str] | None = None) -> str:
     return f'<div class="scroll">{body}</div>'
 
 
+def noisy_count(cells: pd.DataFrame) -> str:
+    """'N of M ok cells noisy': how many timings the reader should trust less."""
+    ok = cells[cells["status"].eq("ok")] if "status" in cells else cells.iloc[0:0]
+    noisy = int(ok["noisy"].fillna(False).astype(bool).sum()) if "noisy" in ok else 0
+    return f"{noisy} of {len(ok)} ok cells noisy"
+
+
 def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any]) -> str:
     """Machines, versions and what was synthetic, from the records' environment columns."""
 
@@ -115,8 +123,10 @@ def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any
         "code version": distinct("code_version"),
         "data": datasets or "—",
         "measurement": (
-            f"{study.get('repetitions')} timed repetitions after {study.get('warmup_steps')} "
-            f"warm-up steps; noisy above CoV {study.get('noise_cov')}; speedup base "
+            f"{study.get('repetitions')} timed repetitions of at least "
+            f"{study.get('min_repetition_s')} s each (a pass repeated to fill the window) after "
+            f"{study.get('warmup_steps')} warm-up steps; noisy above CoV "
+            f"{study.get('noise_cov')} ({noisy_count(cells)}); speedup base "
             f"{study.get('speedup_base')}; accuracy tolerance {study.get('accuracy_tolerance')}"
         ),
         "prices": f"{prices.get('source', 'user prices')} ({prices.get('currency', 'USD')})",

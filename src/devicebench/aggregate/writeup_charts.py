@@ -1,5 +1,6 @@
-"""The write-up's further charts (throughput, cost, FLOP/s, utilization, operators) and the
-registry of every chart, so the charts rule and the HTML report draw the same set.
+"""Every chart of the write-up: the registry (CHART_NAMES, all_charts) that the charts rule and
+the HTML report share, and the charts beyond charts.py's (throughput and cost vs batch, TFLOP/s per
+cell, utilization timelines, top operators).
 
 Each chart function takes the tables it needs and returns an Altair chart; `all_charts` builds
 the whole set for a (possibly task-filtered) set of tables.
@@ -18,6 +19,7 @@ from devicebench.aggregate.charts import (
     _data,
     _empty,
     _series,
+    _series_dash,
     _split,
     _title,
     _tooltip,
@@ -59,6 +61,7 @@ def _vs_batch(df: pd.DataFrame, value: str, y_title: str, title: str) -> alt.Top
             color=alt.Color("device_label:N", title="device"),
             detail="series:N",
             tooltip=_tooltip(plotted, [value, *[c for c in extra if c != "noisy"]]),
+            **_series_dash(plotted),
         )
         .properties(width=360, height=220)
         .facet(row=alt.Row("panel:N", title=None))
@@ -92,9 +95,9 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
     if timeline.empty:
         return _empty(title, ["no utilization samples"])
     df = timeline.copy()
-    df["cell"] = (
-        df["device_label"].astype(str) + " b" + df["batch_size"].astype(str) + " " + df["mode"]
-    )
+    if "cell" not in df:  # a table written before cells were named in full
+        df["cell"] = df[["model", "framework", "device_label", "precision", "batch_size", "mode"]]
+        df["cell"] = df["cell"].astype(str).agg("/".join, axis=1)
     long = df.melt(
         id_vars=["task", "cell", "t"],
         value_vars=[c for c in ("cpu_percent_mean", "gpu_util") if df[c].notna().any()],
@@ -125,17 +128,11 @@ def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
     if ops.empty:
         return _empty(title, ["no profiled cells (config profile_cells)"])
     df = ops[ops["rank"] <= 10].copy()
+    if "cell" not in df:  # a table written before cells were named in full
+        df["cell"] = df[["model", "framework", "device_label", "precision", "batch_size", "mode"]]
+        df["cell"] = df["cell"].astype(str).agg("/".join, axis=1)
     df["panel"] = (
-        df["task"].astype(str)
-        + " b"
-        + df["batch_size"].astype(str)
-        + " "
-        + df["mode"].astype(str)
-        + " · "
-        + df["device_label"].astype(str)
-        + " ("
-        + df["ranked_by"].astype(str)
-        + ")"
+        df["task"].astype(str) + " " + df["cell"].astype(str) + " (" + df["ranked_by"] + ")"
     )
     df["op"] = df["op"].astype(str).str.slice(0, 60)
     data = alt.Data(values=df[["panel", "op", "self_pct", "self_ms", "calls"]].to_dict("records"))

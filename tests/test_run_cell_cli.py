@@ -1,0 +1,90 @@
+"""run_cell.py by hand: bad counts fail, too many threads warn, a failure shows its message."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from devicebench.data import prepare_dataset
+from devicebench.devices import host_cores
+
+SCRIPT = str(REPO / "scripts" / "run_cell.py")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mnist")
+    prepare_dataset("mnist", "synthetic", folder, train_samples=256, test_samples=64, seed=3)
+    return folder / "manifest.json"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, SCRIPT, "--task", "mnist_mlp", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("flag", ["--epochs", "--steps-per-epoch"])
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_zero_or_negative_counts_are_errors(tmp_path, flag, value):
+    out = tmp_path / "cell.json"
+    done = run(flag, value, "--out", str(out))
+    assert done.returncode == 2
+    assert f"{flag} must be at least 1 (got {value})" in done.stderr
+    assert not out.exists()
+
+
+def test_more_threads_than_cores_warns(tmp_path, manifest):
+    threads = host_cores() + 1
+    out = tmp_path / "cell.json"
+    done = run(
+        *("--threads", str(threads), "--mode", "infer", "--epochs", "1", "--steps-per-epoch", "1"),
+        *("--batch-size", "32", "--repetitions", "1", "--min-repetition-s", "0"),
+        *("--data", str(manifest), "--out", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"--threads {threads} is more than the {host_cores()} cores" in done.stderr
+    assert json.loads(out.read_text())["axes"]["threads"] == threads
+
+
+def test_a_batch_larger_than_the_data_prints_the_message_only_at_a_terminal(tmp_path, manifest):
+    """At a terminal: the message, no traceback; the record keeps the traceback for the log."""
+    out = tmp_path / "cell.json"
+    command = [
+        sys.executable,
+        SCRIPT,
+        *("--task", "mnist_mlp", "--threads", "1", "--batch-size", "4096"),
+        *("--data", str(manifest), "--out", str(out)),
+    ]
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the process has exited
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert process.wait(timeout=300) == 0
+    os.close(leader)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert "batch_size 4096 is larger than the 256 training samples" in shown
+    assert "Traceback" not in shown
+    record = json.loads(out.read_text())
+    assert record["status"] == "error"
+    assert "Traceback" in record["traceback"]
+
+    # without a terminal (a Snakemake job's log), the traceback is printed for the log
+    logged = run(
+        *("--threads", "1", "--batch-size", "4096", "--data", str(manifest)),
+        *("--out", str(tmp_path / "again.json")),
+    )
+    assert "Traceback" in logged.stderr
