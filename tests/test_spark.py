@@ -75,7 +75,8 @@ def test_a_spark_batch_cell_survives_a_dead_worker_and_scores_as_in_process(
     assert record["quality"]["f1_macro"] == inprocess["quality"]["f1_macro"]
     assert record["quality"]["loss"] == pytest.approx(inprocess["quality"]["loss"], rel=1e-5)
     assert record["quality"]["predictions_equal_inprocess"] is True
-    assert record["throughput"]["samples_per_repetition"] == 128
+    assert record["throughput"]["samples_per_pass"] == 128
+    assert record["spark"]["max_task_attempt"] >= 1  # the rows of partition 0 came from a retry
     assert len(record["timings"]["repetitions_s"]) == 3
 
 

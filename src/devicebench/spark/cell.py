@@ -54,7 +54,7 @@ def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str
             sampler = driver._sampler(settings)
             timed_start = time.time()
             run = run_streaming if engine == "spark-streaming" else run_batch
-            timings, rep_times, predicted, loss, info, extra = run(
+            timings, windows, passes, predicted, loss, info, extra = run(
                 spark, spec, settings, x_test, y_test
             )
             timed_end = time.time()
@@ -69,7 +69,8 @@ def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str
         backend,
         settings,
         timings,
-        rep_times,
+        windows,
+        passes,
         len(y_test),
         timed_start,
         timed_end,

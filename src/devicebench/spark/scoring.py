@@ -34,10 +34,14 @@ def _model(spec: dict[str, Any]):
     return _MODELS[key]
 
 
-def _maybe_fail(spec: dict[str, Any]) -> None:
+def _maybe_fail(spec: dict[str, Any], task) -> None:
+    """Kill this Python worker on the first attempt of partition 0, once per cell (the marker
+    file says it happened; local mode shares the driver's file system)."""
     marker = spec.get("fail_once")
-    if marker and not Path(marker).exists():
-        Path(marker).write_text(f"first attempt, pid {os.getpid()}\n")
+    if not marker or task.attemptNumber() > 0 or task.partitionId() != 0:
+        return
+    if not Path(marker).exists():
+        Path(marker).write_text(f"stage {task.stageId()} attempt 0, pid {os.getpid()}\n")
         os._exit(1)  # the Python worker dies mid-task, as a crashed executor process would
 
 
@@ -60,14 +64,22 @@ def score(spec: dict[str, Any], features: pd.Series, labels: pd.Series) -> pd.Da
     return pd.DataFrame({"prediction": predicted.numpy(), "loss": loss.numpy().astype(np.float64)})
 
 
+def _tagged(scores: pd.DataFrame, task) -> pd.DataFrame:
+    """Scores with the task attempt and the Python worker that made them (retries, model loads)."""
+    return scores.assign(attempt=int(task.attemptNumber()), worker=os.getpid())
+
+
 def make_udf(spec: dict[str, Any]):
-    """The iterator-of-batches pandas UDF over (features, label) -> struct(prediction, loss)."""
+    """The iterator-of-batches pandas UDF: (features, label) -> struct(prediction, loss, attempt,
+    worker)."""
+    from pyspark import TaskContext
     from pyspark.sql.functions import pandas_udf
 
-    @pandas_udf("prediction long, loss double")
+    @pandas_udf("prediction long, loss double, attempt int, worker long")
     def predict(batches: Iterator[tuple[pd.Series, pd.Series]]) -> Iterator[pd.DataFrame]:
-        _maybe_fail(spec)
+        task = TaskContext.get()
+        _maybe_fail(spec, task)
         for features, labels in batches:
-            yield score(spec, features, labels)
+            yield _tagged(score(spec, features, labels), task)
 
     return predict
