@@ -5,11 +5,15 @@ Each test starts a JVM (slow on a small machine), so there are few of them, on a
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from devicebench.cell import run_cell
+from devicebench.config import check_config
 from devicebench.data import prepare_dataset
-from devicebench.grid import make_cell
+from devicebench.grid import expand_grid, make_cell
+from devicebench.spark.session import master_url
 
 pytest.importorskip("pyspark")
 
@@ -106,3 +110,50 @@ def test_a_task_that_dies_with_no_retry_left_records_the_error(mnist, tmp_path):
     assert record["status"] == "error"
     assert "Task" in record["message"] or "task" in record["message"], record["message"]
     assert (tmp_path / "fails.json").exists()
+
+
+def test_the_engine_axis_reaches_infer_cells_and_spark_settings_reach_spark_cells(tiny_config):
+    before = {c.cell_id for c in expand_grid(check_config(tiny_config))}
+    tiny_config |= {
+        "infer_engines": ["inprocess", "spark"],
+        "spark": {"master": "spark://head:7077", "max_failures": 3},
+    }
+    cells = expand_grid(check_config(tiny_config))
+    infer = [c for c in cells if c.values["mode"] == "infer"]
+    assert {c.cell_id.split("/engine~")[1] for c in infer} == {
+        "inprocess/mode~infer",
+        "spark/mode~infer",
+    }
+    assert all("engine~" not in c.cell_id for c in cells if c.values["mode"] == "train")
+    assert all("engine~" not in c for c in before)  # configs without the axis keep their paths
+    spark = next(c for c in infer if c.values["engine"] == "spark")
+    args = shlex.split(spark.cli_args())
+    assert args[args.index("--engine") + 1] == "spark"
+    assert args[args.index("--spark-master") + 1] == "spark://head:7077"
+    assert args[args.index("--spark-max-failures") + 1] == "3"
+    assert "--axis" not in args  # settings, not axes: they stay out of the cell path
+    inprocess = next(c for c in infer if c.values["engine"] == "inprocess")
+    assert "--spark-master" not in shlex.split(inprocess.cli_args())
+
+
+def test_a_bad_engine_is_refused_naming_the_key(tiny_config):
+    with pytest.raises(ValueError, match="infer_engines"):
+        check_config(tiny_config | {"infer_engines": ["flink"]})
+
+
+def test_the_master_is_local_with_the_cells_threads_unless_a_url_is_given():
+    assert master_url({"threads_resolved": 3}) == "local[3,4]"
+    assert master_url({"threads_resolved": 3, "spark_max_failures": 1}) == "local[3,1]"
+    url = "spark://head:7077"
+    assert master_url({"threads_resolved": 3, "spark_master": url}) == url
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [({"framework": "keras-torch"}, "torch models on CPU"), ({"device": "cuda"}, "on cuda")],
+)
+def test_a_spark_cell_it_cannot_run_is_skipped_with_the_reason(mnist, tmp_path, change, reason):
+    cell = infer_cell("spark")
+    cell = make_cell(cell.values | change, {"engine": "spark"}, dict(cell.settings))
+    record = run_cell(cell, data=mnist, out=tmp_path / "skip.json")
+    assert record["status"] == "skipped" and reason in record["message"], record["message"]

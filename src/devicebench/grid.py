@@ -70,6 +70,18 @@ class Cell:
         return shlex.join(args)
 
 
+# Settings of Spark infer cells (config key `spark`), run settings prefixed with `spark_`.
+SPARK_SETTINGS = tuple(
+    f"spark_{key}"
+    for key in (
+        "master",
+        "max_failures",
+        "partitions",
+        "driver_memory",
+        "stream_interval_s",
+        "stream_timeout_s",
+    )
+)
 KNOWN_FLAGS = set(AXES) | {
     "dataset",
     "epochs",
@@ -84,6 +96,8 @@ KNOWN_FLAGS = set(AXES) | {
     "memory_limit_mb",
     "profile",
     "gpus",
+    "engine",
+    *SPARK_SETTINGS,
 }
 
 

@@ -6,3 +6,18 @@ a Structured Streaming query over a folder source, and `cell` runs one infer cel
 """
 
 ENGINES = ("inprocess", "spark", "spark-streaming")
+
+
+def skip_reason(settings: dict) -> str | None:
+    """Why a Spark infer cell cannot run, or None (checked before the cell starts any work)."""
+    engine = settings.get("engine", "inprocess")
+    if engine == "inprocess":
+        return None
+    if settings["mode"] != "infer":
+        return f"engine {engine} applies to infer cells only"
+    if settings["framework"] != "torch" or settings["device"] != "cpu":
+        return (
+            f"engine {engine} scores torch models on CPU executors; this cell is "
+            f"{settings['framework']} on {settings['device']}"
+        )
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from devicebench import driver
-from devicebench.spark import frames
+from devicebench.spark import frames, skip_reason
 from devicebench.spark.session import master_url, start_session
 from devicebench.timing import latency_percentiles
 
@@ -36,8 +36,9 @@ def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str
     """Measure one Spark infer cell and return the record sections it fills."""
     import torch
 
-    if settings["device"] != "cpu" or settings["framework"] != "torch":
-        raise ValueError("spark engines score torch models on CPU executors (device cpu)")
+    reason = skip_reason(settings)
+    if reason:  # run_cell records such a cell as skipped before it gets here
+        raise ValueError(reason)
     from devicebench.spark.batch import run_batch
     from devicebench.spark.streaming import run_streaming
 
