@@ -100,16 +100,52 @@ def test_a_spark_streaming_cell_records_latency_per_micro_batch(mnist, inprocess
     assert record["timings"]["latency_ms"]["p99"] >= record["timings"]["latency_ms"]["p50"] > 0
 
 
-def test_a_task_that_dies_with_no_retry_left_records_the_error(mnist, tmp_path):
-    record = run_cell(
-        infer_cell("spark", max_failures=1),
-        data=mnist,
-        out=tmp_path / "fails.json",
-        extra={"spark_fail_once": str(tmp_path / "marker")},
+@pytest.fixture(scope="module")
+def spark_session():
+    """One local[2,2] session in the test process for the library-level tests."""
+    from devicebench.spark.session import start_session
+
+    spark = start_session({"task": "mnist_mlp", "threads_resolved": 2, "batch_size": 32} | FAILS)
+    yield spark
+    spark.stop()
+
+
+FAILS = {"spark_max_failures": 2}
+
+
+def test_a_task_that_dies_on_every_attempt_fails_the_job_after_max_failures(spark_session):
+    import io
+
+    import numpy as np
+    import torch
+
+    from devicebench.frameworks.torch_models import build_model
+    from devicebench.spark.batch import run_batch
+
+    buffer = io.BytesIO()
+    torch.save(build_model("mnist_mlp", "mlp", 0).state_dict(), buffer)
+    weights = spark_session.sparkContext.broadcast(buffer.getvalue())
+    x_test = np.random.default_rng(0).random((64, 1, 28, 28), dtype=np.float32)
+    spec = {
+        "task": "mnist_mlp",
+        "model": "mlp",
+        "outputs": 10,
+        "lstm_kernel": "cudnn",
+        "weights": weights,
+        "weights_id": int(weights._jbroadcast.id()),
+        "input_shape": [1, 28, 28],
+        "binary": False,
+        "threads_per_task": 1,
+        "fail_every_attempt": True,
+    }
+    settings = {"threads_resolved": 2, "repetitions": 3, "batch_size": 32} | FAILS
+    with pytest.raises(Exception, match=r"failed 2 times"):
+        run_batch(spark_session, spec, settings, x_test, np.zeros(64, dtype=np.int64))
+    spec["fail_every_attempt"] = False  # the same session scores again once the fault is gone
+    _, _, _, predicted, _, info, _ = run_batch(
+        spark_session, spec, settings, x_test, np.zeros(64, dtype=np.int64)
     )
-    assert record["status"] == "error"
-    assert "Task" in record["message"] or "task" in record["message"], record["message"]
-    assert (tmp_path / "fails.json").exists()
+    assert len(predicted) == 64 and (predicted >= 0).all() and info["failed_task_attempts"] == 0
 
 
 def test_the_engine_axis_reaches_infer_cells_and_spark_settings_reach_spark_cells(tiny_config):

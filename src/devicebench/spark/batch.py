@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,10 @@ def run_batch(spark, spec: dict[str, Any], settings: dict[str, Any], x_test, y_t
     frame = frame.repartition(partitions(settings)).cache()
     frame.count()  # materialise the input once, so timed jobs measure scoring
     predict = make_udf(spec)
+    run = uuid.uuid4().hex[:8]  # job groups of this run only, should the session be shared
+    groups = [f"{run}-warmup", *(f"{run}-rep{rep}" for rep in range(int(settings["repetitions"])))]
     start = time.perf_counter()
-    collected = score_once(spark, frame, predict, "warmup")
+    collected = score_once(spark, frame, predict, groups[0])
     timings: dict[str, Any] = {"first_call_s": time.perf_counter() - start}
     log(f"spark warm-up job (workers start, model loads): {timings['first_call_s']:.2f} s")
     check_all_scored(collected, len(rows))
@@ -48,7 +51,7 @@ def run_batch(spark, spec: dict[str, Any], settings: dict[str, Any], x_test, y_t
         count, window = 0, 0.0
         while count == 0 or window < minimum:
             start = time.perf_counter()
-            collected = score_once(spark, frame, predict, f"rep{rep}")
+            collected = score_once(spark, frame, predict, groups[rep + 1])
             window += time.perf_counter() - start
             attempts = max(attempts, int(collected["attempt"].max()))
             count += 1
@@ -59,7 +62,7 @@ def run_batch(spark, spec: dict[str, Any], settings: dict[str, Any], x_test, y_t
             f"{count * len(rows) / window:,.0f} rows/s"
         )
     predicted, loss = check_all_scored(collected, len(rows))
-    failures = sum(failed_tasks(spark, g) for g in ["warmup", *(f"rep{r}" for r in range(reps))])
+    failures = sum(failed_tasks(spark, group) for group in groups)
     info = {
         "partitions": partitions(settings),
         "failed_task_attempts": failures,

@@ -7,9 +7,8 @@ in-process, so the record shows whether Spark's predictions agree with it.
 
 from __future__ import annotations
 
-import tempfile
+import io
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,23 +45,22 @@ def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str
     inprocess, inprocess_loss = backend.evaluate()
     x_test, y_test = backend.x_test.cpu().numpy(), backend.y_test.cpu().numpy()
     engine = settings["engine"]
-    with tempfile.TemporaryDirectory(prefix="devicebench-spark-") as tmp:
-        weights = str(Path(tmp, "weights.pt"))
-        torch.save(backend.model.state_dict(), weights)
-        spec = frames.model_spec(backend, settings, weights)
-        spark = start_session(settings)
-        try:
-            sampler = driver._sampler(settings)
-            timed_start = time.time()
-            run = run_streaming if engine == "spark-streaming" else run_batch
-            timings, windows, passes, predicted, loss, info, extra = run(
-                spark, spec, settings, x_test, y_test
-            )
-            timed_end = time.time()
-            utilization = sampler.stop()
-            info |= {"master": master_url(settings), "spark_version": spark.version}
-        finally:
-            spark.stop()
+    buffer = io.BytesIO()
+    torch.save(backend.model.state_dict(), buffer)
+    spark = start_session(settings)
+    try:  # the weights reach the executors as a broadcast: no shared file system needed
+        spec = frames.model_spec(backend, settings, spark.sparkContext.broadcast(buffer.getvalue()))
+        sampler = driver._sampler(settings)
+        timed_start = time.time()
+        run = run_streaming if engine == "spark-streaming" else run_batch
+        timings, windows, passes, predicted, loss, info, extra = run(
+            spark, spec, settings, x_test, y_test
+        )
+        timed_end = time.time()
+        utilization = sampler.stop()
+        info |= {"master": master_url(settings), "spark_version": spark.version}
+    finally:
+        spark.stop()
     if engine == "spark-streaming":
         timings["latency_ms"] = latency_percentiles(extra)
         timings["latency_what"] = "end to end per micro-batch: file landed -> predictions on driver"

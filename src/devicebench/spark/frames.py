@@ -50,14 +50,15 @@ def predictions_in_order(rows: pd.DataFrame, samples: int) -> tuple[np.ndarray, 
     return predicted, float(rows["loss"].mean()), int(rows["id"].nunique())
 
 
-def model_spec(backend: Any, settings: dict[str, Any], weights: str) -> dict[str, Any]:
+def model_spec(backend: Any, settings: dict[str, Any], weights: Any) -> dict[str, Any]:
     """What the UDF needs to rebuild the cell's trained model on a Spark worker."""
     return {
         "task": settings["task"],
         "model": settings["model"],
         "outputs": int(backend.outputs),
         "lstm_kernel": str(settings.get("lstm_kernel", "cudnn")),
-        "weights": weights,
+        "weights": weights,  # a Broadcast of the torch.save'd state dict
+        "weights_id": int(weights._jbroadcast.id()),
         "input_shape": list(backend.x_test.shape[1:]),
         "binary": bool(backend.binary),
         "threads_per_task": 1,

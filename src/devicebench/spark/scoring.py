@@ -1,12 +1,13 @@
 """The pandas UDF that scores rows: an iterator of Arrow batches, one model load per worker.
 
-The model is rebuilt from its architecture and the trained weights the cell saved; a module-level
-cache keeps it for every later partition the same Python worker runs. A `fail_once` marker makes
-the first attempt kill its worker (fault injection, to see Spark retry the task).
+The model is rebuilt from its architecture and the trained weights the cell broadcast; a
+module-level cache keeps it for every later partition the same Python worker runs. Fault
+injection (tests) kills a worker on a task's first or every attempt, to see Spark retry or fail.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,24 +24,28 @@ def _model(spec: dict[str, Any]):
 
     from devicebench.frameworks.torch_models import build_model
 
-    key = spec["weights"]
+    key = spec["weights_id"]  # one model per broadcast, i.e. per cell
     if key not in _MODELS:
         torch.set_num_threads(int(spec["threads_per_task"]))
         net = build_model(
             spec["task"], spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
         )
-        net.load_state_dict(torch.load(key, map_location="cpu", weights_only=True))
+        state = torch.load(io.BytesIO(spec["weights"].value), map_location="cpu", weights_only=True)
+        net.load_state_dict(state)
         _MODELS[key] = net.eval()
     return _MODELS[key]
 
 
 def _maybe_fail(spec: dict[str, Any], task) -> None:
-    """Kill this Python worker on the first attempt of partition 0, once per cell (the marker
-    file says it happened; local mode shares the driver's file system)."""
-    marker = spec.get("fail_once")
-    if not marker or task.attemptNumber() > 0 or task.partitionId() != 0:
+    """Fault injection on partition 0: `fail_every_attempt` kills its Python worker on every
+    attempt (the job fails once spark.task.maxFailures is spent); `fail_once` (a marker file's
+    path) on the first attempt only, once per cell (local mode shares the driver's files)."""
+    if task.partitionId() != 0:
         return
-    if not Path(marker).exists():
+    if spec.get("fail_every_attempt"):
+        os._exit(1)
+    marker = spec.get("fail_once")
+    if marker and task.attemptNumber() == 0 and not Path(marker).exists():
         Path(marker).write_text(f"stage {task.stageId()} attempt 0, pid {os.getpid()}\n")
         os._exit(1)  # the Python worker dies mid-task, as a crashed executor process would
 
