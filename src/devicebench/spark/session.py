@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -17,9 +19,21 @@ def master_url(settings: dict[str, Any]) -> str:
     )
 
 
+def java_missing() -> str | None:
+    """Why Spark cannot start its JVM here (no java), or None."""
+    home = os.environ.get("JAVA_HOME")
+    if (home and Path(home, "bin", "java").exists()) or shutil.which("java"):
+        return None
+    return "Spark needs Java 17: no `java` on PATH and no JAVA_HOME"
+
+
 def start_session(settings: dict[str, Any]):
     """A SparkSession for this cell: Arrow on, one Arrow batch = the cell's batch size."""
     import warnings
+
+    missing = java_missing()
+    if missing:
+        raise RuntimeError(missing)
 
     from pyspark.sql import SparkSession
 
