@@ -58,6 +58,7 @@ TABLE_NAMES = [
     "profile_ops",
     "top_ops",
     "not_ok",
+    "engines",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [

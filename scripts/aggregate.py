@@ -19,6 +19,7 @@ if importlib.util.find_spec("devicebench") is None:
 
 from devicebench.aggregate import analysis, timelines  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
+from devicebench.aggregate.engines import engine_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
 from devicebench.aggregate.tables import (  # noqa: E402
     not_ok_table,
@@ -114,6 +115,7 @@ def aggregate(
         "profile_ops": ops,
         "top_ops": timelines.top_ops_side_by_side(ops),
         "not_ok": not_ok_table(cells),
+        "engines": engine_table(cells),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

@@ -23,7 +23,8 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
-from devicebench.grid import AXES, make_cell  # noqa: E402
+from devicebench.grid import AXES, SPARK_SETTINGS, make_cell  # noqa: E402
+from devicebench.spark import ENGINES  # noqa: E402
 from devicebench.tasks import TASKS, get_task  # noqa: E402
 
 
@@ -42,6 +43,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--gpus",
         type=int,
         help="data-parallel ranks of a train cell (GPUs on cuda, processes on cpu); torchrun",
+    )
+    axes.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="how an infer cell scores: in-process, a Spark batch job, Spark Structured Streaming",
     )
     axes.add_argument(
         "--axis",
@@ -74,6 +80,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument(
         "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
     )
+    spark = parser.add_argument_group("Spark settings (engine spark / spark-streaming)")
+    spark.add_argument("--spark-master", help="master URL (default local[threads,max-failures])")
+    spark.add_argument("--spark-max-failures", type=int, help="spark.task.maxFailures (default 4)")
+    spark.add_argument("--spark-partitions", type=int, help="default: the cell's threads")
+    spark.add_argument("--spark-driver-memory", help="spark.driver.memory, e.g. 2g (default 1g)")
+    spark.add_argument("--spark-stream-interval-s", type=float, help="seconds between files")
+    spark.add_argument("--spark-stream-timeout-s", type=float, help="limit on one stream run")
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
@@ -141,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     extra |= {name: axis_value(value) for name, value in (a.split("=", 1) for a in args.axis)}
     if args.gpus is not None:
         extra["gpus"] = args.gpus
+    if args.engine is not None:
+        extra["engine"] = args.engine
     settings = {
         "dataset": args.dataset or spec.dataset,
         "epochs": args.epochs if args.epochs is not None else spec.epochs,
@@ -158,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         settings["memory_limit_mb"] = args.memory_limit_mb
     if args.profile:
         settings["profile"] = 1
+    for key in SPARK_SETTINGS:
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, environment
+from devicebench import __version__, environment, spark
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
@@ -192,7 +192,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     }
     record["data"] = _data_section(data)
     device = settings["device"]
-    skip = launch.skip_reason(settings)  # first: 'asks for 2 GPUs, host has 0' says more
+    # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
+    skip = launch.skip_reason(settings) or spark.skip_reason(settings)
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
     if not skip and (reason := hook(settings["task"], "skip_reason")):

@@ -70,6 +70,18 @@ class Cell:
         return shlex.join(args)
 
 
+# Settings of Spark infer cells (config key `spark`), run settings prefixed with `spark_`.
+SPARK_SETTINGS = tuple(
+    f"spark_{key}"
+    for key in (
+        "master",
+        "max_failures",
+        "partitions",
+        "driver_memory",
+        "stream_interval_s",
+        "stream_timeout_s",
+    )
+)
 KNOWN_FLAGS = set(AXES) | {
     "dataset",
     "epochs",
@@ -84,6 +96,8 @@ KNOWN_FLAGS = set(AXES) | {
     "memory_limit_mb",
     "profile",
     "gpus",
+    "engine",
+    *SPARK_SETTINGS,
 }
 
 
@@ -153,18 +167,25 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                     strict=True,
                 )
             )
-            for scale in _scale_axes(study, mode):
-                cells.append(make_cell(values, dict(extra) | scale, run))
+            for scale, more in _scale_axes(study, mode):
+                cells.append(make_cell(values, dict(extra) | scale, run | more))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
 
 
-def _scale_axes(study: dict[str, Any], mode: str) -> list[dict[str, Any]]:
-    """The `gpus` axis of train cells (devices on CUDA, ranks on the CPU), only where the config
-    sets it, so that other configs keep their cell paths and hashes."""
-    if mode != "train" or "gpus" not in study:
-        return [{}]
-    return [{"gpus": count} for count in study["gpus"]]
+def _scale_axes(study: dict[str, Any], mode: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(extra axes, extra settings) of a cell's scale-out variants, only where the config asks,
+    so that other configs keep their cell paths and hashes: the `gpus` axis of train cells
+    (devices on CUDA, ranks on the CPU) and the `engine` axis of infer cells (Spark)."""
+    if mode == "train" and "gpus" in study:
+        return [({"gpus": count}, {}) for count in study["gpus"]]
+    if mode == "infer" and "infer_engines" in study:
+        spark = {f"spark_{key}": value for key, value in study.get("spark", {}).items()}
+        return [
+            ({"engine": engine}, spark if engine.startswith("spark") else {})
+            for engine in study["infer_engines"]
+        ]
+    return [({}, {})]
 
 
 def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:

@@ -100,6 +100,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     dataset = load_data(settings)
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
+    if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
+        from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset)
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap

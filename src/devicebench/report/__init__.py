@@ -28,6 +28,8 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
         path = folder / f"{name}.csv"
         tables[name] = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=columns)
+    engines = folder / "engines.csv"  # only studies with an engine axis (Spark) fill it
+    tables["engines"] = read_table(engines) if engines.exists() else pd.DataFrame()
     if "accuracy_agrees" in tables["quality"]:
         agrees = tables["quality"]["accuracy_agrees"]
         tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)

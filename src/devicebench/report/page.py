@@ -165,6 +165,10 @@ def build_page(
             if name == "quality" and "accuracy_agrees" in df:
                 df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))
             blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
+        engines = part.get("engines", pd.DataFrame())
+        if not engines.empty:
+            title = "Inference engines: Spark batch and streaming against in-process"
+            blocks.append(f"<h3>{title}</h3>{table_html(engines)}")
         blocks.append("<h3>Charts</h3>")
         for name, chart in all_charts(part).items():
             chart_id = f"chart-{len(specs)}"

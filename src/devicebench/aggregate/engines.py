@@ -1,0 +1,59 @@
+"""Infer cells side by side per engine (in-process, Spark batch, Spark streaming).
+
+The same trained model scored each way: throughput relative to the in-process cell, and whether
+the accuracy is the same (it must be: Spark only moves the rows, the model is the same).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.aggregate.tables import _group_key, _select, _sorted
+
+BASE_ENGINE = "inprocess"
+KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size"]
+VALUES = ["status", "samples_per_s", "first_call_s", "p50_ms", "p99_ms", "accuracy"]
+COLUMNS = [
+    *KEYS,
+    "engine",
+    *VALUES,
+    "inprocess_samples_per_s",
+    "relative_throughput",
+    "inprocess_accuracy",
+    "accuracy_equal",
+    "note",
+]
+
+
+def engine_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per infer cell where the config has an engine axis, against its in-process cell.
+
+    p50/p99 are per batch in-process and per Spark job's micro-batch end to end in streaming.
+    """
+    if "engine" not in df.columns:
+        return pd.DataFrame(columns=COLUMNS)
+    others = [c for c in extra_axis_columns(df) if c != "engine"]
+    keys = [*KEYS, *others]
+    work = _select(df[df["mode"].eq("infer") & df["engine"].notna()], [*keys, "engine", *VALUES])
+    work["_group"] = _group_key(work, keys)
+    base = work[work["engine"].eq(BASE_ENGINE)].drop_duplicates("_group")
+    base = base[["_group", "status", "samples_per_s", "accuracy"]].rename(
+        columns={
+            "status": "_base_status",
+            "samples_per_s": "inprocess_samples_per_s",
+            "accuracy": "inprocess_accuracy",
+        }
+    )
+    out = work.merge(base, on="_group", how="left")
+    ok = out["status"].eq("ok")
+    base_ok = out["_base_status"].eq("ok")
+    both = ok & base_ok
+    out["relative_throughput"] = np.where(
+        both, out["samples_per_s"] / out["inprocess_samples_per_s"], np.nan
+    )
+    out["accuracy_equal"] = (out["accuracy"] == out["inprocess_accuracy"]).where(both)
+    out["note"] = np.where(~ok, "not_ok", np.where(base_ok, "", "inprocess_missing"))
+    out = out[[*keys, *COLUMNS[len(KEYS) :]]]
+    return _sorted(out, [*keys, "engine"])

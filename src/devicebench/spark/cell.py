@@ -1,0 +1,90 @@
+"""An infer cell on Spark: train in-process (untimed), then score the held-out set on Spark.
+
+The engine axis says how: `spark` (a batch job over a DataFrame) or `spark-streaming` (a
+Structured Streaming query over a folder source). The same trained model is also scored
+in-process, so the record shows whether Spark's predictions agree with it.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+import numpy as np
+
+from devicebench import driver
+from devicebench.spark import frames, skip_reason
+from devicebench.spark.session import master_url, start_session
+from devicebench.timing import latency_percentiles
+
+
+def _train_untimed(backend, settings: dict[str, Any]) -> None:
+    batch = int(settings["batch_size"])
+    steps = driver._steps(backend.train_samples, batch, settings.get("steps_per_epoch"), "training")
+    backend.new_model(int(settings["seed"]))
+    start = time.perf_counter()
+    for _ in range(int(settings["epochs"])):
+        backend.train_steps(steps)
+    driver.log(
+        f"trained untimed for {settings['epochs']} epoch(s): {time.perf_counter() - start:.2f} s"
+    )
+
+
+def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+    """Measure one Spark infer cell and return the record sections it fills."""
+    import torch
+
+    reason = skip_reason(settings)
+    if reason:  # run_cell records such a cell as skipped before it gets here
+        raise ValueError(reason)
+    from devicebench.spark.batch import run_batch
+    from devicebench.spark.streaming import run_streaming
+
+    _train_untimed(backend, settings)
+    inprocess, inprocess_loss = backend.evaluate()
+    x_test, y_test = backend.x_test.cpu().numpy(), backend.y_test.cpu().numpy()
+    engine = settings["engine"]
+    buffer = io.BytesIO()
+    torch.save(backend.model.state_dict(), buffer)
+    spark = start_session(settings)
+    try:  # the weights reach the executors as a broadcast: no shared file system needed
+        spec = frames.model_spec(backend, settings, spark.sparkContext.broadcast(buffer.getvalue()))
+        sampler = driver._sampler(settings)
+        timed_start = time.time()
+        run = run_streaming if engine == "spark-streaming" else run_batch
+        timings, windows, passes, predicted, loss, info, extra = run(
+            spark, spec, settings, x_test, y_test
+        )
+        timed_end = time.time()
+        utilization = sampler.stop()
+        info |= {"master": master_url(settings), "spark_version": spark.version}
+    finally:
+        spark.stop()
+    if engine == "spark-streaming":
+        timings["latency_ms"] = latency_percentiles(extra)
+        timings["latency_what"] = "end to end per micro-batch: file landed -> predictions on driver"
+    result = driver._result(
+        backend,
+        settings,
+        timings,
+        windows,
+        passes,
+        len(y_test),
+        timed_start,
+        timed_end,
+        dataset,
+        predicted,
+        loss,
+    )
+    result["quality"] |= {
+        "inprocess_accuracy": float(np.mean(inprocess == y_test)),
+        "inprocess_loss": inprocess_loss,
+        "predictions_equal_inprocess": bool(np.array_equal(inprocess, predicted)),
+    }
+    result["spark"] = info | {"engine": engine, "arrow_batch_rows": int(settings["batch_size"])}
+    result["model"]["fit_loop"] = (
+        "trained in-process (untimed); scored by an iterator-of-batches pandas UDF, "
+        "model loaded once per Spark Python worker"
+    )
+    return result | {"utilization": utilization}
