@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
     axes.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     axes.add_argument("--batch-size", type=int, default=128)
-    axes.add_argument("--mode", default="train", choices=["train", "infer"])
+    axes.add_argument("--mode", default="train", choices=["train", "infer", "serve"])
     axes.add_argument(
         "--gpus",
         type=int,
@@ -74,7 +74,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument(
         "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
     )
+    run.add_argument("--serve", help="serve cells: JSON of serve settings (image_size, ...)")
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        help="folder for the cell's extra logs (server, LoadGen); default: beside --out",
+    )
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
     args = parser.parse_args(argv)
@@ -146,11 +152,14 @@ def main(argv: list[str] | None = None) -> int:
         settings["memory_limit_mb"] = args.memory_limit_mb
     if args.profile:
         settings["profile"] = 1
+    if args.serve:
+        settings["serve"] = args.serve
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)
     try:
-        run_cell(cell, data=data, out=args.out)
+        log_dir = args.log_dir or args.out.parent / f"{args.out.stem}.logs"
+        run_cell(cell, data=data, out=args.out, extra={"log_dir": str(log_dir)})
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3

@@ -191,6 +191,10 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     record["data"] = _data_section(data)
     device = settings["device"]
     skip = launch.skip_reason(settings)  # first: 'asks for 2 GPUs, host has 0' says more
+    if not skip and settings["mode"] == "serve":
+        from devicebench.serving.models import skip_reason
+
+        skip = skip_reason(settings["framework"], settings["model"])
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
     if skip:

@@ -15,7 +15,7 @@ from typing import Any
 
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
-from devicebench.tasks import TASKS
+from devicebench.tasks import TASKS, axis_key
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
@@ -100,12 +100,14 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(
                 f"config key tasks.{task}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}"
             )
-        for axis in ("lstm_kernel",):
-            if f"{axis}s" in settings and axis not in TASKS[task].axes:
+        for axis in ("lstm_kernel", "server", "clients"):
+            if axis_key(axis) in settings and axis not in TASKS[task].axes:
                 raise ConfigError(
-                    f"config key tasks.{task}.{axis}s: task {task} has no {axis} axis; tasks "
-                    f"with one: {', '.join(t for t, s in TASKS.items() if axis in s.axes)}"
+                    f"config key tasks.{task}.{axis_key(axis)}: task {task} has no {axis} axis; "
+                    f"tasks with one: {', '.join(t for t, s in TASKS.items() if axis in s.axes)}"
                 )
+        if "serve" in settings and TASKS[task].kind != "serve":
+            raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
         for index, model in enumerate(settings.get("models", TASKS[task].models)):
             if model not in TASKS[task].models:
                 raise ConfigError(
@@ -126,7 +128,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        for key in ("models", "batch_sizes", "lstm_kernels"):
+        for key in ("models", "batch_sizes", "lstm_kernels", "clients", "servers"):
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():
         repeated = [value for value, count in Counter(values).items() if count > 1]

@@ -76,6 +76,15 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         train_samples=settings.get("train_samples"),
         test_samples=settings.get("test_samples"),
     )
+    if settings["mode"] == "serve":  # the model lives in the server process the cell starts
+        from devicebench.serving.cell import run_serve
+
+        result = run_serve(settings, dataset)
+        limits.lift_memory_limit()
+        result["memory"]["limit"] = cap
+        result["environment"] = environment.capture(int(settings["threads_resolved"]))
+        result["status"], result["message"] = "ok", ""
+        return result
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     result = run(backend, settings, dataset)
