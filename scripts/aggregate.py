@@ -84,7 +84,9 @@ def record_paths(args: argparse.Namespace) -> list[Path]:
     found: set[Path] = set()
     for path in given:
         if path.is_dir():
-            found.update(p for p in path.rglob("*.json") if not p.name.startswith("."))
+            found.update(  # a hand-run serve cell keeps LoadGen's .json logs beside it
+                p for p in path.rglob("*.json") if not p.name.startswith((".", "mlperf_log"))
+            )
         else:
             found.add(path)
     return sorted(found)

@@ -126,11 +126,13 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
         return None if value is None else float(value) / 1e6
 
     result_key = {
-        "SingleStream": "result_90.00_percentile_latency_ns",
+        "SingleStream": "result_90.00_percentile_latency_ns",  # reported in ms
         "Server": "result_completed_samples_per_sec",
         "Offline": "result_samples_per_second",
     }[scenario]
     result = detail.get(result_key)
+    if result is not None and scenario == "SingleStream":
+        result = float(result) / 1e6  # the p90 latency, in ms like every latency here
     return {
         "scenario": scenario,
         "valid": detail.get("result_validity") == "VALID",
