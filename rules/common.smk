@@ -55,6 +55,7 @@ TABLE_NAMES = [
     "profile_ops",
     "top_ops",
     "not_ok",
+    "serving",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
@@ -67,6 +68,8 @@ CHART_NAMES = [
     "mfu_per_cell",
     "utilization_timeline",
     "top_ops",
+    "serve_throughput_vs_clients",
+    "serve_latency_percentiles",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

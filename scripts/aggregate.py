@@ -3,9 +3,9 @@
     python scripts/aggregate.py --records results/cells --tables results/tables --base cpu
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
-Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops
-and top_ops tables, each as CSV and Markdown. Prices (--prices) are read here, so a price change
-reruns only the aggregates.
+Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops,
+top_ops, not_ok and serving tables, each as CSV and Markdown. Prices (--prices) are read here, so
+a price change reruns only the aggregates.
 """
 
 import argparse
@@ -20,6 +20,7 @@ if importlib.util.find_spec("devicebench") is None:
 from devicebench.aggregate import analysis, timelines  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
+from devicebench.aggregate.serving import serving_table  # noqa: E402
 from devicebench.aggregate.tables import (  # noqa: E402
     not_ok_table,
     quality_table,
@@ -116,6 +117,7 @@ def aggregate(
         "profile_ops": ops,
         "top_ops": timelines.top_ops_side_by_side(ops),
         "not_ok": not_ok_table(cells),
+        "serving": serving_table(paths, price_table),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

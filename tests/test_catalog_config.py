@@ -25,7 +25,7 @@ def test_full_study_dry_run_lists_every_cell(tmp_path):
     (tmp_path / "config.yaml").write_text((REPO / "config" / "study.yaml").read_text())
     jobs = planned_jobs(tmp_path)
     assert jobs["cell"] == len(_study_cells())
-    assert jobs["prepare_data"] == 4
+    assert jobs["prepare_data"] == 5  # mnist, cifar10, imdb, nietzsche, jpeg_images
 
 
 def test_full_study_covers_the_catalog():

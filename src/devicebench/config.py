@@ -108,6 +108,12 @@ def _check_names(study: dict[str, Any]) -> None:
                 )
         if "serve" in settings and TASKS[task].kind != "serve":
             raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
+        for index, framework in enumerate(settings.get("frameworks", [])):
+            if framework not in FRAMEWORKS:
+                raise ConfigError(
+                    f"config key tasks.{task}.frameworks[{index}]: unknown framework "
+                    f"{framework!r}; known: {', '.join(FRAMEWORKS)}"
+                )
         for index, model in enumerate(settings.get("models", TASKS[task].models)):
             if model not in TASKS[task].models:
                 raise ConfigError(
@@ -128,7 +134,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        for key in ("models", "batch_sizes", "lstm_kernels", "clients", "servers"):
+        for key in ("models", "frameworks", "batch_sizes", "lstm_kernels", "clients", "servers"):
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():
         repeated = [value for value, count in Counter(values).items() if count > 1]

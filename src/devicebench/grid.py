@@ -142,7 +142,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
         ]
         for model, framework, (device, threads), precision, batch, mode, extra in itertools.product(
             models,
-            study["frameworks"],
+            settings.get("frameworks", study["frameworks"]),
             devices,
             study["precisions"],
             batch_sizes,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
 
 REPORT_TABLES = (
@@ -28,6 +29,10 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
         path = folder / f"{name}.csv"
         tables[name] = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=columns)
+    serving = folder / "serving.csv"  # absent in results from before the serving study
+    tables["serving"] = (
+        read_table(serving) if serving.exists() else pd.DataFrame(columns=SERVING_COLUMNS)
+    )
     if "accuracy_agrees" in tables["quality"]:
         agrees = tables["quality"]["accuracy_agrees"]
         tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)
