@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     # the task's own axes (lstm_kernel) take their default unless given
     extra = {axis: values[0] for axis, values in spec.axes.items()}
-    extra |= dict(item.split("=", 1) for item in args.axis)
+    given = dict(item.split("=", 1) for item in args.axis)
+    extra |= {k: int(v) if v.isdigit() else v for k, v in given.items()}  # clients=20 -> 20
     if args.gpus is not None:
         extra["gpus"] = args.gpus
     settings = {
