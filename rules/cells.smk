@@ -23,4 +23,5 @@ rule cell:
         script=script_path("run_cell.py"),
         args=cell_args,
     shell:
-        "python {params.script} {params.args} --data {input.data} --out {output} > {log} 2>&1"
+        "python {params.script} {params.args} --data {input.data} --out {output} "
+        "--log-dir results/logs/cells/{wildcards.cell} > {log} 2>&1"

@@ -59,6 +59,7 @@ TABLE_NAMES = [
     "top_ops",
     "not_ok",
     "engines",
+    "serving",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
@@ -71,6 +72,8 @@ CHART_NAMES = [
     "mfu_per_cell",
     "utilization_timeline",
     "top_ops",
+    "serve_throughput_vs_clients",
+    "serve_latency_percentiles",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

@@ -3,9 +3,9 @@
     python scripts/aggregate.py --records results/cells --tables results/tables --base cpu
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
-Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops
-and top_ops tables, each as CSV and Markdown. Prices (--prices) are read here, so a price change
-reruns only the aggregates.
+Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops,
+top_ops, not_ok and serving tables, each as CSV and Markdown. Prices (--prices) are read here, so
+a price change reruns only the aggregates.
 """
 
 import argparse
@@ -21,6 +21,7 @@ from devicebench.aggregate import analysis, timelines  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
 from devicebench.aggregate.engines import engine_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
+from devicebench.aggregate.serving import serving_table  # noqa: E402
 from devicebench.aggregate.tables import (  # noqa: E402
     not_ok_table,
     quality_table,
@@ -85,7 +86,9 @@ def record_paths(args: argparse.Namespace) -> list[Path]:
     found: set[Path] = set()
     for path in given:
         if path.is_dir():
-            found.update(p for p in path.rglob("*.json") if not p.name.startswith("."))
+            found.update(  # a hand-run serve cell keeps LoadGen's .json logs beside it
+                p for p in path.rglob("*.json") if not p.name.startswith((".", "mlperf_log"))
+            )
         else:
             found.add(path)
     return sorted(found)
@@ -116,6 +119,7 @@ def aggregate(
         "top_ops": timelines.top_ops_side_by_side(ops),
         "not_ok": not_ok_table(cells),
         "engines": engine_table(cells),
+        "serving": serving_table(paths, price_table),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

@@ -21,6 +21,7 @@ if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.aggregate.collect import read_table  # noqa: E402
+from devicebench.aggregate.serving import SERVING_COLUMNS  # noqa: E402
 from devicebench.aggregate.tables import speedup_table  # noqa: E402
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS  # noqa: E402
 from devicebench.aggregate.writeup_charts import write_all_charts  # noqa: E402
@@ -62,6 +63,12 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
     else:
         speedup = speedup_table(cells, args.base)
     tables = {"cells": cells, "speedup": speedup}
+    serving = folder / "serving.csv" if folder else None
+    tables["serving"] = (
+        read_table(serving)
+        if serving and serving.exists()
+        else pd.DataFrame(columns=SERVING_COLUMNS)
+    )
     for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
         path = folder / f"{name}.csv" if folder else None
         tables[name] = (

@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
     axes.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
     axes.add_argument("--batch-size", type=int, default=128)
-    axes.add_argument("--mode", default="train", choices=["train", "infer"])
+    axes.add_argument("--mode", default="train", choices=["train", "infer", "serve"])
     axes.add_argument(
         "--gpus",
         type=int,
@@ -89,6 +89,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     spark.add_argument("--spark-stream-timeout-s", type=float, help="limit on one stream run")
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
+    run.add_argument("--serve", help="serve cells: JSON of serve settings (image_size, ...)")
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        help="folder for the cell's extra logs (server, LoadGen); default: beside --out",
+    )
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
     args = parser.parse_args(argv)
@@ -176,11 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     for key in SPARK_SETTINGS:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    if args.serve:
+        settings["serve"] = args.serve
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)
     try:
-        run_cell(cell, data=data, out=args.out)
+        log_dir = args.log_dir or args.out.parent / f"{args.out.stem}.logs"
+        run_cell(cell, data=data, out=args.out, extra={"log_dir": str(log_dir)})
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3

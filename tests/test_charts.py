@@ -16,6 +16,8 @@ import pytest
 from conftest import REPO
 from test_aggregate import make_record
 
+from devicebench.aggregate.analysis import load_prices
+from devicebench.aggregate.serving import serving_table
 from devicebench.aggregate.writeup_charts import CHART_NAMES, all_charts
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -73,7 +75,21 @@ def tables(tmp_path_factory) -> dict:
                              batch_size=512, lstm_kernel="cudnn", status="skipped"))  # fmt: skip
     out = tmp_path_factory.mktemp("tables")
     aggregate_script.aggregate(paths, out, "cpu")
-    return charts_script.load_tables(charts_script.parse_args(["--tables", str(out)]))
+    serve_root, serve_paths = tmp_path_factory.mktemp("serve"), []  # charts of their own
+    for clients, device, threads in itertools.product((20, 50), ("cpu", "cuda"), (2,)):
+        path = make_record(serve_root, task="serve_image", device=device, mode="serve",
+                           threads=threads if device == "cpu" else None, clients=clients,
+                           server="uvicorn")  # fmt: skip
+        rate = clients * (3.0 if device == "cuda" else 1.0)
+        latency = {"p50": 10.0 + clients, "p90": 20.0 + clients, "p99": 30.0 + clients,
+                   "max": 40.0 + clients}  # fmt: skip
+        pool = {"requests": 100, "requests_per_s": rate, "images_per_s": rate, "errors": 0,
+                "error_rate": 0.0, "latency_ms": latency, "stability_cov": 0.1}  # fmt: skip
+        _add(path, serving={"pool": pool, "batch_sizes": {"1": 4, "4": 2}, "loadgen": {}})
+        serve_paths.append(path)
+    tables = charts_script.load_tables(charts_script.parse_args(["--tables", str(out)]))
+    tables["serving"] = serving_table(serve_paths, load_prices(REPO / "config" / "prices.yaml"))
+    return tables
 
 
 def _marks(spec: dict, data: list | None = None, inherited: tuple = ()):

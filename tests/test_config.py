@@ -40,7 +40,7 @@ BAD = [
     ("batch_sizes", [-4], ["batch_sizes[0]", "-4"]),
     ("batch_sizes", [], ["batch_sizes", "[]"]),
     ("frameworks", [], ["frameworks"]),
-    ("modes", ["train", "serve"], ["modes[1]", "serve"]),
+    ("modes", ["train", "deploy"], ["modes[1]", "deploy"]),
     ("frameworks", ["jax"], ["frameworks[0]", "jax", "torch"]),
     ("tasks.resnet9000", {"epochs": 1}, ["tasks.resnet9000", "unknown task"]),
     ("tasks.mnist_mlp.models", ["transformer"], ["tasks.mnist_mlp.models[0]", "transformer"]),

@@ -15,7 +15,7 @@ from typing import Any
 
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
-from devicebench.tasks import TASKS
+from devicebench.tasks import TASKS, axis_key
 from devicebench.workloads import hook
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
@@ -102,10 +102,18 @@ def _check_names(study: dict[str, Any]) -> None:
                 f"config key tasks.{task}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}"
             )
         for axis in sorted({a for spec in TASKS.values() for a in spec.axes}):
-            if f"{axis}s" in settings and axis not in TASKS[task].axes:
+            if axis_key(axis) in settings and axis not in TASKS[task].axes:
                 raise ConfigError(
-                    f"config key tasks.{task}.{axis}s: task {task} has no {axis} axis; tasks "
-                    f"with one: {', '.join(t for t, s in TASKS.items() if axis in s.axes)}"
+                    f"config key tasks.{task}.{axis_key(axis)}: task {task} has no {axis} axis; "
+                    f"tasks with one: {', '.join(t for t, s in TASKS.items() if axis in s.axes)}"
+                )
+        if "serve" in settings and TASKS[task].kind != "serve":
+            raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
+        for index, framework in enumerate(settings.get("frameworks", [])):
+            if framework not in FRAMEWORKS:
+                raise ConfigError(
+                    f"config key tasks.{task}.frameworks[{index}]: unknown framework "
+                    f"{framework!r}; known: {', '.join(FRAMEWORKS)}"
                 )
         for index, model in enumerate(settings.get("models", TASKS[task].models)):
             if model not in TASKS[task].models:
@@ -133,7 +141,8 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        keys = ["models", "batch_sizes", "precisions", *(f"{a}s" for a in TASKS[task].axes)]
+        keys = ["models", "frameworks", "batch_sizes", "precisions"]
+        keys += [axis_key(a) for a in TASKS[task].axes]
         for key in keys:
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():

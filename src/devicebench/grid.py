@@ -15,7 +15,7 @@ from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
-from devicebench.tasks import TASKS
+from devicebench.tasks import TASKS, axis_key
 
 AXES: tuple[str, ...] = (
     "task",
@@ -98,6 +98,7 @@ KNOWN_FLAGS = set(AXES) | {
     "gpus",
     "engine",
     *SPARK_SETTINGS,
+    "serve",
 }
 
 
@@ -143,21 +144,23 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             "noise_cov": study["noise_cov"],
             "min_repetition_s": study["min_repetition_s"],
         }
+        if "serve" in settings:  # serve cells only: other cells keep their hashes
+            run["serve"] = json.dumps(settings["serve"], sort_keys=True)
         memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
         if memory_limit_mb:  # only when set, so other configs keep their hashes
             run["memory_limit_mb"] = memory_limit_mb
         # A task's own extra axes (e.g. lstm_kernel), from `tasks.<task>.<axis>s` or the default.
         extra_axes = [
-            [(axis, value) for value in settings.get(f"{axis}s", values[:1])]
+            [(axis, value) for value in settings.get(axis_key(axis), values[:1])]
             for axis, values in spec.axes.items()
         ]
         for model, framework, (device, threads), precision, batch, mode, extra in itertools.product(
             models,
-            study["frameworks"],
+            settings.get("frameworks", study["frameworks"]),
             devices,
             settings.get("precisions", study["precisions"]),
             batch_sizes,
-            study["modes"],
+            [mode for mode in study["modes"] if mode in spec.modes],
             itertools.product(*extra_axes),
         ):
             values = dict(

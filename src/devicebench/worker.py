@@ -98,6 +98,15 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     deterministic = set_determinism(settings)  # first: it imports more of the framework
     cap = limits.apply_memory_limit(settings)
     dataset = load_data(settings)
+    if settings["mode"] == "serve":  # the model lives in the server process the cell starts
+        from devicebench.serving.cell import run_serve
+
+        result = run_serve(settings, dataset)
+        limits.lift_memory_limit()
+        result["memory"]["limit"] = cap
+        result["environment"] = environment.capture(int(settings["threads_resolved"]))
+        result["status"], result["message"] = "ok", ""
+        return result
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark

@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate import charts as base
+from devicebench.aggregate import serving_charts
 from devicebench.aggregate.charts import (
     _batch_axis,
     _data,
@@ -25,6 +26,7 @@ from devicebench.aggregate.charts import (
     _tooltip,
     save_chart,
 )
+from devicebench.aggregate.serving import SERVING_COLUMNS
 
 CHART_NAMES = [
     "time_vs_batch",
@@ -36,6 +38,8 @@ CHART_NAMES = [
     "mfu_per_cell",
     "utilization_timeline",
     "top_ops",
+    "serve_throughput_vs_clients",
+    "serve_latency_percentiles",
 ]
 
 
@@ -154,6 +158,7 @@ def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
 def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
     """Every chart of the write-up, from the aggregate tables (cells, speedup, ...)."""
     cells, speedup = tables["cells"], tables["speedup"]
+    serving = tables.get("serving", pd.DataFrame(columns=SERVING_COLUMNS))
     return {
         "time_vs_batch": base.time_vs_batch(cells),
         "throughput_vs_batch": throughput_vs_batch(cells),
@@ -164,6 +169,8 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "mfu_per_cell": mfu_per_cell(cells),
         "utilization_timeline": utilization_timeline(tables["utilization"]),
         "top_ops": top_ops(tables["profile_ops"]),
+        "serve_throughput_vs_clients": serving_charts.throughput_vs_clients(serving),
+        "serve_latency_percentiles": serving_charts.latency_percentiles(serving),
     }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cifar10, conll, imdb, nietzsche, synthetic
+from . import cifar10, conll, imdb, jpeg_images, nietzsche, synthetic
 from .download import (
     DataIntegrityError,
     DownloadError,
@@ -182,7 +182,22 @@ CONLL2003 = DatasetSpec(
     format="conll",
 )
 
-DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (MNIST, CIFAR10, IMDB, NIETZSCHE, CONLL2003)}
+# JPEG images for the serving study: synthetic by default; real images as a zip of JPEGs in the
+# same layout (source `path`, with the user's SHA-256). Nothing to download.
+JPEG_IMAGES = DatasetSpec(
+    name="jpeg_images",
+    base_url="",
+    files=(FileSpec("archive", "jpeg_images.zip", "", 0),),
+    image_shape=(jpeg_images.SIZE, jpeg_images.SIZE, 3),
+    num_classes=jpeg_images.NUM_CLASSES,
+    train_size=64,  # a serve cell uses only the test split: the study's 1,000 images
+    test_size=1_000,
+    format="jpeg_zip",
+)
+
+DATASETS: dict[str, DatasetSpec] = {
+    d.name: d for d in (MNIST, CIFAR10, IMDB, NIETZSCHE, CONLL2003, JPEG_IMAGES)
+}
 
 
 @dataclass
@@ -230,6 +245,13 @@ def _write_synthetic(spec: DatasetSpec, out: Path, n_train: int, n_test: int, se
         return
     if spec.format == "conll":
         conll.write_synthetic(out, seed, {"train": n_train, "testa": n_test, "testb": n_test})
+        return
+    if spec.format == "jpeg_zip":
+        splits = {
+            s: jpeg_images.make_synthetic(seed, n, s)
+            for s, n in (("train", n_train), ("test", n_test))
+        }
+        jpeg_images.write_archive(first, splits)
         return
     for split, n in (("train", n_train), ("test", n_test)):
         images, labels = synthetic.make_split(seed, n, split)
@@ -285,6 +307,11 @@ def prepare_dataset(
             raise ValueError("source 'path' needs path=<folder holding the original files>")
         conll.copy_files(Path(path), out, sums)
     elif source == "download":
+        if not spec.base_url:
+            raise ValueError(
+                f"dataset {name} has no public download; use source synthetic, or source path "
+                "with a folder holding its files"
+            )
         for f in spec.files:
             digest, algorithm = _expected(f, sums)
             fetch_verified(spec.base_url + f.name, out / f.name, digest, algorithm=algorithm)
@@ -408,6 +435,8 @@ def _parse(spec: DatasetSpec, paths: dict[str, Path]) -> tuple[dict, int]:
         return cifar10.read_archive(paths["archive"]), spec.num_classes
     if spec.format == "aclimdb":
         return imdb.read_archive(paths["archive"]), spec.num_classes
+    if spec.format == "jpeg_zip":
+        return jpeg_images.read_archive(paths["archive"]), spec.num_classes
     if spec.format == "text":
         splits, chars = nietzsche.read_windows(paths["text"])
         return splits, len(chars)

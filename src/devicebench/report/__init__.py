@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
 
 REPORT_TABLES = (
@@ -30,6 +31,10 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
         tables[name] = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=columns)
     engines = folder / "engines.csv"  # only studies with an engine axis (Spark) fill it
     tables["engines"] = read_table(engines) if engines.exists() else pd.DataFrame()
+    serving = folder / "serving.csv"  # absent in results from before the serving study
+    tables["serving"] = (
+        read_table(serving) if serving.exists() else pd.DataFrame(columns=SERVING_COLUMNS)
+    )
     if "accuracy_agrees" in tables["quality"]:
         agrees = tables["quality"]["accuracy_agrees"]
         tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)

@@ -202,6 +202,7 @@ def task_findings(tables: dict[str, pd.DataFrame], task: str) -> list[str]:
         *noise_and_agreement(cells, tables["quality"], task),
         *entity_scores(cells, task),
         *top_operator(tables["profile_ops"], task),
+        *serving(tables.get("serving"), task),
     ]
 
 
@@ -215,4 +216,43 @@ def study_findings(tables: dict[str, pd.DataFrame]) -> list[str]:
     if not skipped.empty:
         reasons = sorted(set(skipped["message"].astype(str)))
         out.append(f"Skipped cells ({len(skipped)}): {'; '.join(reasons)}.")
+    return out
+
+
+def serving(table: pd.DataFrame, task: str) -> list[str]:
+    """What the serve cells found: peak throughput, tail latency under load, price per request."""
+    if table is None or table.empty or "task" not in table:
+        return []
+    done = table[table["task"].astype(str).eq(task) & table["status"].astype(str).eq("ok")]
+    out = []
+    for (model, device), rows in done.groupby(["model", "device_label"], sort=True):
+        best = rows.loc[rows["requests_per_s"].idxmax()]
+        line = (
+            f"{model} on {device}: at most {best['requests_per_s']:.4g} requests/s "
+            f"({best['framework']}, {format_value(best['clients'])} clients, p99 "
+            f"{best['p99_ms']:.4g} ms, {int(best['errors'])} errors)"
+        )
+        if rows["clients"].nunique() > 1:
+            low, high = rows.loc[rows["clients"].idxmin()], rows.loc[rows["clients"].idxmax()]
+            line += (
+                f"; from {format_value(low['clients'])} to {format_value(high['clients'])} clients "
+                f"p99 goes {low['p99_ms']:.4g} -> {high['p99_ms']:.4g} ms"
+            )
+        if pd.notna(best.get("cost_per_1k_requests_usd")):
+            line += f"; US${best['cost_per_1k_requests_usd']:.3g} per 1,000 requests"
+        if pd.notna(best.get("server_highest_valid_qps")):
+            line += f"; LoadGen Server VALID up to {best['server_highest_valid_qps']:.4g} QPS"
+        out.append(line + ".")
+    per_dollar = done.groupby(["model", "device_label"])["requests_per_usd"].max().unstack()
+    gpus = [c for c in per_dollar.columns if not str(c).startswith("cpu")]
+    cpus = [c for c in per_dollar.columns if str(c).startswith("cpu")]
+    for model, row in per_dollar.iterrows():
+        if gpus and cpus and row[gpus].notna().any() and row[cpus].notna().any():
+            ratio = row[gpus].max() / row[cpus].max()
+            out.append(
+                f"{model}: the best GPU serves {ratio:.3g}x the requests per dollar of the best "
+                "CPU (the cloud study found the GPU 1.9x to 8x ahead per dollar)."
+            )
+    if not done.empty and not (gpus and cpus):
+        out.append("No serve cell pair of CPU and GPU yet: requests per dollar compare no devices.")
     return out

@@ -49,6 +49,7 @@ TABLES_SHOWN = {
     "efficiency": "Utilization, achieved FLOP/s and MFU",
     "top_ops": "Top operators by self time (CPU vs GPU, side by side)",
     "not_ok": "Cells not ok (skipped or failed; never drawn in the charts)",
+    "serving": "Serving: throughput, latency under load, LoadGen, cost per 1,000 requests",
 }
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -161,7 +162,9 @@ def build_page(
         blocks.append(f"<h3>Findings</h3><ul>{bullets}</ul>")
         flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
         for name, title in TABLES_SHOWN.items():
-            df = part[name]
+            df = part.get(name, pd.DataFrame())
+            if name == "serving" and df.empty:
+                continue  # a task without serve cells
             if name == "quality" and "accuracy_agrees" in df:
                 df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))
             blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
@@ -171,6 +174,8 @@ def build_page(
             blocks.append(f"<h3>{title}</h3>{table_html(engines)}")
         blocks.append("<h3>Charts</h3>")
         for name, chart in all_charts(part).items():
+            if name.startswith("serve_") and part.get("serving", pd.DataFrame()).empty:
+                continue  # serving charts only where the task has serve cells
             chart_id = f"chart-{len(specs)}"
             specs.append(chart.to_dict())
             manifest.append({"id": chart_id, "task": task, "chart": name})

@@ -29,6 +29,7 @@ class TaskSpec:
     options: dict[str, int | float | str] = field(default_factory=dict)
     # Extra grid axes the task has, with their allowed values (the first is the default).
     axes: dict[str, tuple[str | int | float, ...]] = field(default_factory=dict)
+    modes: tuple[str, ...] = ("train", "infer")  # the modes the task runs in
 
     def option(self, name: str) -> int | float:
         """A hyperparameter of the original example (vocabulary, sequence length, units ...)."""
@@ -36,6 +37,12 @@ class TaskSpec:
 
 
 LSTM_KERNELS = ("cudnn", "generic")
+SERVING_MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
+
+
+def axis_key(axis: str) -> str:
+    """The config key listing an axis's values: `lstm_kernels`, `servers`, `clients`."""
+    return axis if axis.endswith("s") else f"{axis}s"
 
 
 TASKS: dict[str, TaskSpec] = {
@@ -125,6 +132,22 @@ TASKS: dict[str, TaskSpec] = {
             kind="next_char",
             options={"maxlen": 40, "step": 3, "units": 128},
             axes={"lstm_kernel": LSTM_KERNELS},
+        ),
+        TaskSpec(
+            name="serve_image",
+            dataset="jpeg_images",
+            models=SERVING_MODELS,
+            num_classes=1000,
+            epochs=1,  # unused: a serve cell does not train
+            batch_sizes=(8,),
+            optimizer="none",
+            learning_rate=1.0,
+            source="cloud deployment study: the five models behind an HTTP scoring API, "
+            "20-50 concurrent clients scoring 1,000 JPEG images; batch_size is the server's "
+            "largest dynamic batch",
+            kind="serve",
+            axes={"server": ("uvicorn",), "clients": (20, 30, 50)},
+            modes=("serve",),
         ),
     )
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""What does the server cost? In-process inference against the same model behind the server.
+
+    python benchmarks/serve_overhead.py --device cpu --threads 2 --cases mobilenetv2:8:64
+    python benchmarks/serve_overhead.py --device cuda --precision bf16 \\
+        --cases resnet50:32:224 resnet50:64:224 mobilenetv2:64:224 --client-processes 4
+
+A case is model:batch:image_size. `in-process` times Classifier.predict on a batch of already
+decoded images (the model's own throughput, host-to-device copy and normalisation included, as
+an infer cell sees it); `server` is the same Classifier in the scoring server (FastAPI under
+uvicorn, dynamic batches of up to `batch`), driven over HTTP by closed-loop clients sending
+JPEG bytes, so it pays for HTTP, JPEG decoding, batching and the answer. `ratio` = server /
+in-process; `paired` the median of per-round ratios (rounds alternate the two sides, so both
+see the same machine state). The issue's target with dynamic batching on an H100 is >= 0.8 for
+ResNet50. Both models stay loaded (the server's copy and this process's) for the whole case.
+Needs torch, transformers, fastapi, uvicorn, httpx and pillow; no keras, snakemake or network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from devicebench.data.jpeg_images import make_synthetic  # noqa: E402
+from devicebench.serving.clients import run_pool  # noqa: E402
+from devicebench.serving.models import Classifier  # noqa: E402
+from devicebench.serving.process import ServerProcess  # noqa: E402
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def in_process(model: Classifier, batch: int, size: int, seconds: float) -> float:
+    """Images per second of predict() on one decoded batch, repeated for `seconds`."""
+    images = np.random.default_rng(0).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
+    for _ in range(3):
+        model.predict(images)
+    sync(model.device)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        model.predict(images)  # returns numpy: the device work is done
+        count += 1
+    return count * batch / (time.perf_counter() - start)
+
+
+def _pool_worker(args: tuple) -> dict:
+    url, payloads, clients, requests = args
+    return run_pool(url, payloads, clients=clients, requests=requests, window_s=0.5)
+
+
+def through_server(url: str, payloads, clients: int, requests: int, processes: int) -> dict:
+    """Images per second over HTTP; client pools in `processes` processes so the client side
+    is not what limits a fast server (the sum of the pools' rates)."""
+    if processes == 1:
+        result = run_pool(url, payloads, clients=clients, requests=requests, window_s=0.5)
+        return {"rate": result["images_per_s"], "errors": result["errors"], "p99": _p99(result)}
+    jobs = [(url, payloads, max(1, clients // processes), requests // processes)] * processes
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        results = pool.map(_pool_worker, jobs)
+    return {
+        "rate": sum(r["images_per_s"] for r in results),
+        "errors": sum(r["errors"] for r in results),
+        "p99": max(_p99(r) for r in results),
+    }
+
+
+def _p99(result: dict) -> float:
+    return result["latency_ms"].get("p99", float("nan"))
+
+
+def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -> dict:
+    """Rounds alternate in-process and server, so both sides see the same machine state."""
+    payloads, _ = make_synthetic(0, 64, "test", size=size)
+    model = Classifier("torch", model_name, size, args.device, args.precision)
+    clients = args.clients or 2 * batch
+    local, served, errors, p99 = [], [], 0, []
+    with ServerProcess(
+        framework="torch",
+        model=model_name,
+        device=args.device,
+        precision=args.precision,
+        threads=args.threads,
+        image_size=size,
+        max_batch=batch,
+        batch_wait_ms=args.batch_wait_ms,
+    ) as server:
+        url = f"{server.url}/predict"
+        through_server(url, payloads, clients, 4 * clients, args.client_processes)  # warm-up
+        for _ in range(args.rounds):
+            local.append(in_process(model, batch, size, args.seconds))
+            result = through_server(url, payloads, clients, args.requests, args.client_processes)
+            served.append(result["rate"])
+            errors += result["errors"]
+            p99.append(result["p99"])
+        sizes = server.stats()["batch_sizes"]
+    formed = sum(int(k) * v for k, v in sizes.items()) / max(1, sum(sizes.values()))
+    row = {
+        "model": model_name,
+        "device": args.device,
+        "precision": args.precision,
+        "batch": batch,
+        "image_size": size,
+        "clients": clients,
+        "in_process": statistics.median(local),
+        "server": statistics.median(served),
+        "paired": statistics.median(s / i for s, i in zip(served, local, strict=True)),
+        "mean_batch_formed": formed,
+        "server_p99_ms": statistics.median(p99),
+        "errors": errors,
+        "rounds_in_process": local,
+        "rounds_server": served,
+    }
+    row["ratio"] = row["server"] / row["in_process"]
+    return row
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
+    parser.add_argument("--cases", nargs="+", default=["mobilenetv2:8:64"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per in-process round")
+    parser.add_argument("--requests", type=int, default=400, help="per server round")
+    parser.add_argument("--clients", type=int, default=0, help="default: 2 x batch")
+    parser.add_argument("--client-processes", type=int, default=1)
+    parser.add_argument("--batch-wait-ms", type=float, default=5.0)
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    rows = []
+    for case in args.cases:
+        model_name, batch, size = case.split(":")
+        rows.append(run_case(args, model_name, int(batch), int(size)))
+        print(f"[serve_overhead] {case}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
+    print("| model | device | precision | batch | image | clients | in-process img/s "
+          "| server img/s | ratio | paired | mean batch formed | server p99 ms "
+          "| errors |")  # fmt: skip
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['model']} | {r['device']} | {r['precision']} | {r['batch']} | "
+            f"{r['image_size']} | {r['clients']} | {r['in_process']:,.1f} | {r['server']:,.1f} | "
+            f"{r['ratio']:.3f} | {r['paired']:.3f} | {r['mean_batch_formed']:.1f} | "
+            f"{r['server_p99_ms']:.1f} | "
+            f"{r['errors']} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The serving table: one row per serve cell, as a client saw the server, with its price.
+
+Throughput and latency come from the closed-loop client pool; LoadGen's Offline throughput,
+SingleStream p90 and the highest Server QPS it called VALID sit beside them. Cost per 1,000
+requests = hourly price of the cell's device / 3,600 / requests per second x 1,000.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from devicebench.aggregate.analysis import price_per_hour
+from devicebench.aggregate.collect import device_label
+
+SERVING_COLUMNS = [
+    "task", "model", "framework", "device_label", "precision", "batch_size", "server", "clients",
+    "status", "message", "requests", "requests_per_s", "images_per_s", "p50_ms", "p90_ms",
+    "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch", "largest_batch",
+    "server_peak_mb", "offline_samples_per_s", "offline_valid", "singlestream_p90_ms",
+    "server_highest_valid_qps", "price_per_hour", "cost_per_1k_requests_usd",
+    "requests_per_usd", "cell_id",
+]  # fmt: skip
+
+
+def _batch_stats(sizes: dict[str, int]) -> tuple[float, float]:
+    """Mean images per formed batch and the largest batch formed."""
+    if not sizes:
+        return math.nan, math.nan
+    batches = sum(sizes.values())
+    images = sum(int(size) * count for size, count in sizes.items())
+    return images / batches, float(max(int(size) for size in sizes))
+
+
+def _loadgen(section: dict[str, Any]) -> dict[str, Any]:
+    offline = section.get("Offline") or {}
+    single = section.get("SingleStream") or {}
+    server = section.get("Server") or {}
+    if server and "runs" not in server:  # one Server run, no search
+        server = {"highest_valid_qps": server["target_qps"] if server.get("valid") else None}
+    return {
+        "offline_samples_per_s": offline.get("result"),
+        "offline_valid": offline.get("valid"),
+        "singlestream_p90_ms": single.get("result"),
+        "server_highest_valid_qps": server.get("highest_valid_qps"),
+    }
+
+
+def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+    axes = record.get("axes", {})
+    serving = record.get("serving") or {}
+    pool = serving.get("pool") or {}
+    latency = pool.get("latency_ms") or {}
+    env = record.get("environment") or {}
+    label = device_label(axes.get("device"), axes.get("threads"))
+    price = price_per_hour(axes.get("device"), axes.get("threads"), env.get("gpu_name"), prices)
+    rate = pool.get("requests_per_s")
+    mean_batch, largest = _batch_stats(serving.get("batch_sizes") or {})
+    row = {key: axes.get(key) for key in SERVING_COLUMNS if key in axes}
+    row |= {
+        "device_label": label,
+        "status": record.get("status"),
+        "message": record.get("message"),
+        "requests": pool.get("requests"),
+        "requests_per_s": rate,
+        "images_per_s": pool.get("images_per_s"),
+        **{f"{p}_ms": latency.get(p) for p in ("p50", "p90", "p99", "max")},
+        "errors": pool.get("errors"),
+        "error_rate": pool.get("error_rate"),
+        "stability_cov": pool.get("stability_cov"),
+        "mean_batch": mean_batch,
+        "largest_batch": largest,
+        "server_peak_mb": (record.get("memory") or {}).get("peak_host_mb"),
+        **_loadgen(serving.get("loadgen") or {}),
+        "price_per_hour": price,
+        "cell_id": record.get("cell_id"),
+    }
+    if rate and not math.isnan(price):
+        row["cost_per_1k_requests_usd"] = price / 3600 / rate * 1000
+        row["requests_per_usd"] = rate * 3600 / price if price else math.inf
+    return row
+
+
+def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
+    """One row per serve record (ok or not) among `paths`."""
+    rows = []
+    for path in paths:
+        try:
+            record = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            continue  # the cells table reports unreadable records
+        if (record.get("axes") or {}).get("mode") == "serve":
+            rows.append(_row(record, prices))
+    df = pd.DataFrame(rows, columns=SERVING_COLUMNS)
+    keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "clients"]
+    return df.sort_values(keys, kind="stable").reset_index(drop=True) if rows else df

@@ -1,0 +1,80 @@
+"""The serving charts: throughput against concurrent clients, and latency percentiles per cell."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+
+from devicebench.aggregate.charts import _empty
+
+IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "server"]
+
+
+def _ok(serving: pd.DataFrame) -> pd.DataFrame:
+    df = serving[serving["status"].astype(str).eq("ok")].copy() if not serving.empty else serving
+    if df.empty:
+        return df
+    df["series"] = (
+        df[["framework", "precision", "batch_size", "server"]].astype(str).agg(" · ".join, axis=1)
+    )
+    df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)
+    return df
+
+
+def _data(df: pd.DataFrame, cols: list[str]) -> alt.Data:
+    frame = df[cols].astype("object").where(df[cols].notna(), None)
+    return alt.Data(values=json.loads(frame.to_json(orient="records")))
+
+
+def throughput_vs_clients(serving: pd.DataFrame) -> alt.TopLevelMixin:
+    """Requests per second against the pool's concurrent clients, a line per served cell."""
+    title = "Serving throughput vs concurrent clients (closed-loop pool)"
+    df = _ok(serving)
+    if df.empty:
+        return _empty(title, ["no serve cell finished ok"])
+    cols = [*IDENTITY, "series", "clients", "requests_per_s", "p99_ms", "cost_per_1k_requests_usd"]
+    chart = (
+        alt.Chart(_data(df, cols))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("clients:Q", title="concurrent clients"),
+            y=alt.Y("requests_per_s:Q", title="requests/s"),
+            color=alt.Color("device_label:N", title="device"),
+            strokeDash=alt.StrokeDash("series:N", title="framework · precision · batch · server"),
+            detail="series:N",
+            tooltip=[*(f"{c}:N" for c in IDENTITY), "clients:Q", "requests_per_s:Q", "p99_ms:Q"],
+        )
+        .properties(width=360, height=220)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+    return chart.properties(title=title)
+
+
+def latency_percentiles(serving: pd.DataFrame) -> alt.TopLevelMixin:
+    """p50, p90, p99 and max latency of every served cell, as the clients measured them."""
+    title = "Serving latency percentiles per cell (closed-loop pool)"
+    df = _ok(serving)
+    if df.empty:
+        return _empty(title, ["no serve cell finished ok"])
+    long = df.melt(
+        id_vars=["cell", "model"],
+        value_vars=["p50_ms", "p90_ms", "p99_ms", "max_ms"],
+        var_name="percentile",
+        value_name="latency_ms",
+    )
+    long["percentile"] = long["percentile"].str.removesuffix("_ms")
+    chart = (
+        alt.Chart(_data(long, ["cell", "model", "percentile", "latency_ms"]))
+        .mark_point(filled=True)
+        .encode(
+            x=alt.X("latency_ms:Q", title="latency (ms)", scale=alt.Scale(type="log")),
+            y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400)),
+            color=alt.Color("percentile:N", sort=["p50", "p90", "p99", "max"]),
+            tooltip=["cell:N", "percentile:N", "latency_ms:Q"],
+        )
+        .properties(width=420)
+    )
+    return chart.properties(title=title)

@@ -1,0 +1,156 @@
+"""The serve cell: start the scoring server, drive it with the client pool and LoadGen, record.
+
+Everything is measured from outside, as a client sees it. The server is stopped when the cell
+ends, fails or is interrupted; a kill of the worker takes it along (see serving.process).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from devicebench.sampler import Sampler
+from devicebench.serving import loadgen
+from devicebench.serving.clients import run_pool
+from devicebench.serving.process import ServerProcess
+
+# What a serve cell does unless the config's `tasks.serve_image.serve` says otherwise.
+DEFAULTS: dict[str, Any] = {
+    "image_size": 224,
+    "requests": 1000,
+    "warmup_requests": 20,
+    "batch_wait_ms": 5.0,
+    "max_body_bytes": 1 << 20,
+    "host": "127.0.0.1",
+    "request_timeout_s": 60.0,
+    "stability_window_s": 1.0,
+    "loadgen_scenarios": ["Offline", "SingleStream", "Server"],
+    "loadgen_min_duration_s": 10.0,
+    "loadgen_min_queries": 256,
+    "server_latency_ms": 100.0,
+    "server_search_steps": 4,
+}
+
+
+def log(message: str) -> None:
+    print(f"[devicebench] {message}", flush=True)
+
+
+def serve_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The defaults, overridden by the cell's `serve` settings (a JSON string on the CLI)."""
+    given = settings.get("serve") or {}
+    if isinstance(given, str):
+        given = json.loads(given)
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown serve setting(s) {unknown}; known: {', '.join(DEFAULTS)}")
+    return DEFAULTS | given
+
+
+def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+    """Measure one serve cell; the record sections it fills."""
+    serve = serve_settings(settings)
+    payloads = list(dataset.x_test)
+    log_dir = Path(settings.get("log_dir") or "serve-logs")
+    clients = int(settings.get("clients", 20))
+    server = ServerProcess(
+        framework=settings["framework"],
+        model=settings["model"],
+        device=settings["device"],
+        precision=settings["precision"],
+        threads=int(settings["threads_resolved"]),
+        image_size=int(serve["image_size"]),
+        max_batch=int(settings["batch_size"]),
+        batch_wait_ms=float(serve["batch_wait_ms"]),
+        max_body_bytes=int(serve["max_body_bytes"]),
+        host=serve["host"],
+        log_path=log_dir / "server.log",
+    )
+    started = time.perf_counter()
+    with server:
+        startup_s = time.perf_counter() - started
+        url = f"{server.url}/predict"
+        log(f"server {server.pid} up at {server.url} in {startup_s:.1f} s")
+        warm = run_pool(url, payloads, clients=clients, requests=int(serve["warmup_requests"]))
+        sampler = Sampler(str(settings["device"]), enabled=True).start()
+        timed_start = time.time()
+        pool = run_pool(
+            url,
+            payloads,
+            clients=clients,
+            requests=int(serve["requests"]),
+            timeout_s=float(serve["request_timeout_s"]),
+            window_s=float(serve["stability_window_s"]),
+        )
+        timed_end = time.time()
+        utilization = sampler.stop()
+        log(
+            f"pool: {clients} clients, {pool['requests']} requests, {pool['requests_per_s']:.1f}"
+            f" req/s, p99 {pool['latency_ms'].get('p99', float('nan')):.1f} ms, "
+            f"{pool['errors']} errors"
+        )
+        scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir)
+        stats = server.stats()
+    return {
+        "serving": {
+            "server": settings.get("server", "uvicorn"),
+            "url_host": serve["host"],
+            "port_note": server.health.get("port_note", ""),
+            "startup_s": startup_s,
+            "model_load_s": server.health.get("load_s"),
+            "image_size": int(serve["image_size"]),
+            "max_batch": int(settings["batch_size"]),
+            "batch_wait_ms": float(serve["batch_wait_ms"]),
+            "batch_sizes": stats["batch_sizes"],
+            "server_counts": stats["counts"],
+            "warmup_errors": warm["errors"],
+            "pool": pool,
+            "loadgen": scenarios,
+            "log_dir": str(log_dir),
+        },
+        "timings": {
+            "timed_start": timed_start,
+            "timed_end": timed_end,
+            "latency_ms": pool["latency_ms"],
+        },
+        "throughput": {
+            "samples_per_s": pool["images_per_s"],
+            "requests_per_s": pool["requests_per_s"],
+        },
+        "memory": {"peak_host_mb": stats["peak_rss_mb"], "peak_device_mb": None},
+        "model": {"parameters": server.health.get("parameters")},
+        "utilization": utilization,
+    }
+
+
+def _loadgen(url, payloads, serve, pool, clients, log_dir: Path) -> dict[str, Any]:
+    """Each configured LoadGen scenario; Server with the short search for the highest valid QPS."""
+    options = {
+        "min_duration_s": float(serve["loadgen_min_duration_s"]),
+        "min_queries": int(serve["loadgen_min_queries"]),
+        "target_latency_ms": float(serve["server_latency_ms"]),
+        "max_connections": clients,
+    }
+    expected = max(pool["requests_per_s"], 1.0)
+    out: dict[str, Any] = {}
+    for scenario in serve["loadgen_scenarios"]:
+        where = log_dir / "loadgen" / scenario
+        if scenario == "Server" and int(serve["server_search_steps"]) > 1:
+            steps = int(serve["server_search_steps"])
+            out[scenario] = loadgen.search_server_qps(
+                url, payloads, where, start_qps=expected / 2, steps=steps, **options
+            )
+        else:
+            out[scenario] = loadgen.run_scenario(
+                url, payloads, scenario, where, target_qps=expected, **options
+            )
+        log(f"loadgen {scenario}: {_brief(out[scenario])}")
+    return out
+
+
+def _brief(result: dict[str, Any]) -> str:
+    if "runs" in result:
+        return f"highest valid QPS {result['highest_valid_qps']} in {len(result['runs'])} runs"
+    return f"{result['result_metric']} {result['result']} {result['validity']}"

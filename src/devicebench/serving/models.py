@@ -1,0 +1,112 @@
+"""The image classifiers a server scores with: the cloud study's five models, random weights.
+
+torch models come from transformers (built from an architecture config, never downloaded);
+keras models from keras.applications with ``weights=None``. An architecture a library lacks is
+a ``skipped`` cell with the reason, not an error.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
+NUM_CLASSES = 1000
+# transformers architectures: (config class, model class, config arguments)
+TORCH_ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "mobilenetv2": ("MobileNetV2Config", "MobileNetV2ForImageClassification", {}),
+    "resnet50": ("ResNetConfig", "ResNetForImageClassification", {"depths": [3, 4, 6, 3]}),
+    "resnet152": ("ResNetConfig", "ResNetForImageClassification", {"depths": [3, 8, 36, 3]}),
+}
+KERAS_APPLICATIONS = {
+    "mobilenetv2": "MobileNetV2",
+    "nasnetmobile": "NASNetMobile",
+    "resnet50": "ResNet50",
+    "resnet152": "ResNet152",
+    "nasnetlarge": "NASNetLarge",
+}
+_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+
+
+def skip_reason(framework: str, model: str) -> str | None:
+    """Why this framework cannot serve this model here, or None."""
+    if model not in MODELS:
+        return f"unknown serving model {model!r}; known: {', '.join(MODELS)}"
+    if framework == "torch" and model not in TORCH_ARCHITECTURES:
+        return (
+            f"transformers has no {model} architecture (it has {', '.join(TORCH_ARCHITECTURES)}), "
+            "and timm cannot be installed beside the CPU build of torch 2.13"
+        )
+    if framework == "keras-torch" and model.startswith("nasnet"):
+        return "keras.applications refuses NASNet on the torch backend (an outstanding keras bug)"
+    return None
+
+
+class Classifier:
+    """Scores a batch of H×W×3 uint8 images: top class and its softmax score per image."""
+
+    def __init__(self, framework: str, model: str, image_size: int, device: str, precision: str):
+        reason = skip_reason(framework, model)
+        if reason:
+            raise ValueError(reason)
+        self.framework, self.model_name, self.image_size = framework, model, image_size
+        self.device, self.precision = device, precision
+        self._predict = (
+            self._build_torch() if framework == "torch" else self._build_keras(framework)
+        )
+
+    def _build_torch(self):
+        import torch
+        import transformers
+
+        config_name, model_name, arguments = TORCH_ARCHITECTURES[self.model_name]
+        config = getattr(transformers, config_name)(
+            num_labels=NUM_CLASSES, image_size=self.image_size, **arguments
+        )
+        torch.manual_seed(0)
+        model = getattr(transformers, model_name)(config).eval().to(self.device)
+        self.parameters = sum(p.numel() for p in model.parameters())
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        mean = torch.tensor(_MEAN, device=self.device).view(1, 3, 1, 1)
+        std = torch.tensor(_STD, device=self.device).view(1, 3, 1, 1)
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            with torch.inference_mode():
+                x = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float() / 255
+                x = (x - mean) / std
+                with torch.autocast(self.device, dtype=dtype, enabled=dtype is not None):
+                    logits = model(pixel_values=x).logits
+                scores, classes = torch.softmax(logits.float(), dim=1).max(dim=1)
+                return classes.cpu().numpy(), scores.cpu().numpy()
+
+        return predict
+
+    def _build_keras(self, framework: str):
+        backend = framework.removeprefix("keras-")
+        if os.environ.get("KERAS_BACKEND") != backend:
+            raise RuntimeError(f"KERAS_BACKEND must be {backend} before keras is imported")
+        import keras
+
+        if self.precision in ("bf16", "fp16"):
+            keras.mixed_precision.set_global_policy(
+                "mixed_bfloat16" if self.precision == "bf16" else "mixed_float16"
+            )
+        keras.utils.set_random_seed(0)
+        build = getattr(keras.applications, KERAS_APPLICATIONS[self.model_name])
+        size = self.image_size
+        model = build(weights=None, input_shape=(size, size, 3), classes=NUM_CLASSES)
+        self.parameters = int(model.count_params())
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = batch.astype(np.float32) / 127.5 - 1.0
+            probabilities = keras.ops.convert_to_numpy(model(x, training=False)).astype(np.float32)
+            return probabilities.argmax(axis=1), probabilities.max(axis=1)
+
+        return predict
+
+    def predict(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Top class and score for each image of `batch` (N×H×W×3 uint8)."""
+        return self._predict(batch)

@@ -1,0 +1,136 @@
+"""Start the scoring server as a child process, wait for its health check, always stop it.
+
+The server stays in the cell worker's process group (a cell timeout kills the group) and gets
+SIGKILL when the worker dies (parent-death signal, as the runner gives its worker), so no server
+outlives its cell, even when the worker itself is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from devicebench.cell import REPO, _die_with_parent
+
+
+class ServerFailed(RuntimeError):
+    """The server exited or never answered its health check; the message has its log's tail."""
+
+
+class ServerProcess:
+    """A running scoring server: `with ServerProcess(...) as server: server.url`."""
+
+    def __init__(
+        self,
+        *,
+        framework: str,
+        model: str,
+        device: str = "cpu",
+        precision: str = "fp32",
+        threads: int = 0,
+        image_size: int = 224,
+        max_batch: int = 8,
+        batch_wait_ms: float = 5.0,
+        max_body_bytes: int = 1 << 20,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_path: Path | None = None,
+        startup_timeout_s: float = 300.0,
+    ):
+        self._tmp = Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
+        self.port_file = self._tmp / "port"
+        self.log_path = log_path or self._tmp / "server.log"
+        self.host, self.startup_timeout_s = host, startup_timeout_s
+        self.command = [
+            sys.executable,
+            "-m",
+            "devicebench.serving.app",
+            *("--framework", framework, "--model", model, "--device", device),
+            *("--precision", precision, "--threads", str(threads)),
+            *("--image-size", str(image_size), "--max-batch", str(max_batch)),
+            *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
+            *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
+        ]
+        self.process: subprocess.Popen | None = None
+        self.url = ""
+        self.health: dict[str, Any] = {}
+
+    def __enter__(self) -> ServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        paths = [str(REPO / "src"), env.get("PYTHONPATH")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ServerFailed(
+                    f"server exited {self.process.returncode} before answering its health "
+                    f"check; its log ends:\n{self.log_tail()}"
+                )
+            if self.port_file.exists():
+                host = f"[{self.host}]" if ":" in self.host else self.host
+                url = f"http://{host}:{self.port_file.read_text()}"
+                try:
+                    answer = httpx.get(f"{url}/health", timeout=5.0)
+                    if answer.status_code == 200:
+                        self.url, self.health = url, answer.json()
+                        return
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.1)
+        raise ServerFailed(
+            f"server did not answer its health check within {self.startup_timeout_s:g} s; "
+            f"its log ends:\n{self.log_tail()}"
+        )
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(f"{self.url}/stats", timeout=10.0).json()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """SIGTERM (uvicorn shuts down gracefully), SIGKILL after 10 s; reap the process."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

@@ -1,0 +1,225 @@
+"""The scoring server for real: bad input answered 4xx while it keeps serving, the port retry,
+the client pool and LoadGen against it, and no server process outliving its test or its cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import httpx
+import psutil
+import pytest
+from conftest import REPO
+
+from devicebench.data import load_dataset, prepare_dataset
+from devicebench.serving import loadgen
+from devicebench.serving.clients import run_pool
+from devicebench.serving.process import ServerProcess
+
+SERVER = {"framework": "torch", "model": "mobilenetv2", "image_size": 32, "threads": 1}
+JPEG = {"content-type": "image/jpeg"}
+ME = psutil.Process().username()
+
+
+def server_processes() -> list[psutil.Process]:
+    """Every scoring server of this machine started by this user (there must be none left)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "username"]):
+        command = process.info["cmdline"] or []
+        if "devicebench.serving.app" in command and process.info["username"] == ME:
+            found.append(process)
+    return found
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jpeg")
+    manifest = prepare_dataset("jpeg_images", "synthetic", folder, train_samples=4, test_samples=64)
+    return list(load_dataset(manifest).x_test)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ServerProcess(**SERVER, max_batch=4, max_body_bytes=64_000) as running:
+        yield running
+    assert not psutil.pid_exists(running.pid) or running.process.poll() is not None
+
+
+def score(server, body: bytes, headers=JPEG) -> httpx.Response:
+    return httpx.post(f"{server.url}/predict", content=body, headers=headers, timeout=30)
+
+
+def test_a_jpeg_is_scored_with_top_class_and_score(server, images):
+    answer = score(server, images[0])
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert 0 <= body["class"] < 1000 and 0.0 < body["score"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "words"),
+    [
+        ("not an image", 400, "not an image"),
+        ("empty body", 400, "empty body"),
+        ("wrong content type", 415, "content type"),
+        ("over the size limit", 413, "limit"),
+        ("truncated jpeg", 400, "truncated"),
+        ("png, not jpeg", 400, "PNG"),
+    ],
+)
+def test_bad_input_gets_a_4xx_with_a_message_and_the_server_serves_on(
+    server, images, case, status, words
+):
+    import io
+
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(png, format="PNG")
+    body, headers = {
+        "not an image": (b"hello, not a picture", JPEG),
+        "empty body": (b"", JPEG),
+        "wrong content type": (images[0], {"content-type": "text/plain"}),
+        "over the size limit": (b"\xff" * 100_000, JPEG),
+        "truncated jpeg": (images[0][: len(images[0]) // 2], JPEG),
+        "png, not jpeg": (png.getvalue(), JPEG),
+    }[case]
+    answer = score(server, body, headers)
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["detail"]
+    assert score(server, images[1]).status_code == 200
+
+
+def test_the_pool_scores_every_request_and_batches_form(server, images):
+    result = run_pool(f"{server.url}/predict", images, clients=8, requests=48, window_s=0.05)
+    assert result["ok"] == 48 and result["errors"] == 0
+    latency = result["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
+    sizes = {int(k): v for k, v in server.stats()["batch_sizes"].items()}
+    assert max(sizes) <= 4 and sum(k * v for k, v in sizes.items()) >= 48
+
+
+def test_the_pool_counts_errors_instead_of_hanging(images):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once closed
+    result = run_pool(f"http://127.0.0.1:{port}/predict", images, clients=4, requests=12)
+    assert result["errors"] == 12 and result["error_rate"] == 1.0 and result["ok"] == 0
+
+
+def test_loadgen_offline_and_singlestream_keep_their_logs(server, images, tmp_path):
+    for scenario in ("Offline", "SingleStream"):
+        result = loadgen.run_scenario(
+            f"{server.url}/predict",
+            images,
+            scenario,
+            tmp_path / scenario,
+            min_duration_s=0.2,
+            min_queries=64,
+            target_qps=50,
+        )
+        assert result["validity"] in ("VALID", "INVALID") and result["http_errors"] == 0
+        assert result["result"] > 0 and result["latency_ms"]["p90"] > 0
+        assert (tmp_path / scenario / "mlperf_log_summary.txt").exists()
+        assert (tmp_path / scenario / "mlperf_log_detail.txt").exists()
+
+
+def test_a_port_in_use_is_retried_on_another(images):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with ServerProcess(**SERVER, port=taken) as running:
+            assert running.health["port"] != taken
+            assert f"port {taken} in use" in running.health["port_note"]
+            assert score(running, images[0]).status_code == 200
+    assert running.process.returncode is not None
+
+
+def test_a_killed_parent_takes_its_server_along(tmp_path):
+    """The worker that started a server dies by SIGKILL: the server must not live on."""
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import time
+                from pathlib import Path
+                from devicebench.serving.process import ServerProcess
+                server = ServerProcess(**{SERVER!r})
+                server.start()
+                Path({str(pid_file)!r}).write_text(str(server.pid))
+                time.sleep(600)
+            """),
+        ],
+        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
+    )
+    deadline = time.monotonic() + 120
+    while not pid_file.exists():
+        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
+        time.sleep(0.2)
+    child = psutil.Process(int(pid_file.read_text()))
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    child.wait(timeout=10)  # raises psutil.TimeoutExpired if it outlives its parent
+    assert not child.is_running()
+
+
+def test_a_serve_cell_over_its_time_limit_leaves_no_server(tmp_path, images):
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = {
+        "task": "serve_image",
+        "model": "mobilenetv2",
+        "framework": "torch",
+        "device": "cpu",
+        "threads": 1,
+        "precision": "fp32",
+        "batch_size": 4,
+        "mode": "serve",
+    }
+    serve = {"image_size": 32, "requests": 100_000, "loadgen_scenarios": []}
+    settings = {"dataset": "jpeg_images", "epochs": 1, "steps_per_epoch": None}
+    settings |= {"learning_rate": 1.0, "repetitions": 1, "warmup_steps": 1, "seed": 1}
+    settings |= {"timeout_s": 20, "noise_cov": 0.1, "min_repetition_s": 0.0}
+    settings["serve"] = json.dumps(serve)
+    cell = make_cell(values, {"clients": 4, "server": "uvicorn"}, settings)
+    before = {p.pid for p in server_processes()}
+    record = run_cell(
+        cell, data=manifest, out=tmp_path / "cell.json", extra={"log_dir": str(tmp_path)}
+    )
+    assert record["status"] == "timeout", record["message"]
+    assert (tmp_path / "server.log").exists()  # the server process was started (opened first)
+    time.sleep(0.5)
+    assert {p.pid for p in server_processes()} <= before
+
+
+def test_a_model_the_library_lacks_is_skipped_with_the_reason(tmp_path):
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=4
+    )
+    values = dict(task="serve_image", model="nasnetlarge", framework="torch", device="cpu")
+    values |= dict(threads=1, precision="fp32", batch_size=4, mode="serve")
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 60}
+    record = run_cell(make_cell(values, {}, settings), data=manifest, out=tmp_path / "c.json")
+    assert record["status"] == "skipped" and "nasnetlarge" in record["message"]
+
+
+def test_no_server_is_left_after_the_tests():
+    """Runs last (file order): only the module's own server, a child of this process, may run."""
+    leftover = [p for p in server_processes() if p.ppid() != os.getpid()]
+    assert not leftover, [p.cmdline() for p in leftover]
