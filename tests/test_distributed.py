@@ -59,9 +59,7 @@ def test_two_gloo_ranks_equal_one_process_at_the_global_batch(imdb, tmp_path):
     assert two["distributed"]["backend"] == "gloo" and two["distributed"]["world_size"] == 2
     assert two["distributed"]["global_batch_size"] == 32
     assert two["throughput"]["per_device_batch_size"] == 16
-    assert (
-        two["throughput"]["samples_per_repetition"] == one["throughput"]["samples_per_repetition"]
-    )
+    assert two["throughput"]["samples_per_pass"] == one["throughput"]["samples_per_pass"]
     per_rank = two["throughput"]["samples_per_s_per_rank"]
     assert two["throughput"]["samples_per_s"] == pytest.approx(2 * per_rank)
     # same weights after training: the held-out loss agrees to float rounding, the predictions

@@ -47,7 +47,7 @@ def scale_to_world(result: dict[str, Any], settings: dict[str, Any], world: int)
     throughput |= {
         "samples_per_s_per_rank": per_rank,
         "samples_per_s": per_rank * world,
-        "samples_per_repetition": throughput["samples_per_repetition"] * world,
+        "samples_per_pass": throughput["samples_per_pass"] * world,
         "per_device_batch_size": batch,
         "global_batch_size": batch * world,
     }
