@@ -11,7 +11,7 @@ import pytest
 
 from devicebench.aggregate import analysis
 from devicebench.aggregate.timelines import top_ops_side_by_side
-from devicebench.flops import flops_per_sample
+from devicebench.flops import flops_per_sample, lstm_flops
 from devicebench.peaks import device_peak
 from devicebench.report import findings
 from devicebench.sampler import Sampler
@@ -28,6 +28,20 @@ def test_mlp_flops_are_counted_not_guessed():
     train = flops_per_sample("mnist_mlp", "mlp", "train")
     # backward is about twice the forward, less the input gradient of the first layer
     assert 2 * forward < train < 3 * forward
+
+
+def test_lstm_flops_are_added_by_hand_formula():
+    # imdb_bilstm: embedding 128 -> BiLSTM 64 over 100 steps; 4 gates x 64 units x (128 + 64)
+    # inputs, a multiply-add as 2 FLOPs, two directions, per step
+    by_hand = 100 * 2 * (2 * 4 * 64 * (128 + 64))
+    assert lstm_flops(128, 64, 100, directions=2) == by_hand
+    infer = flops_per_sample("imdb_bilstm", "bilstm", "infer")
+    assert by_hand < infer < 1.01 * by_hand  # the dense head adds little
+    train = flops_per_sample("imdb_bilstm", "bilstm", "train")
+    assert 3 * by_hand <= train < 3.1 * by_hand
+    # textgen_lstm: 57 one-hot chars -> LSTM 128 over 40 steps, then a 57-way dense layer
+    chars = 40 * 2 * 4 * 128 * (57 + 128) + 2 * 128 * 57
+    assert flops_per_sample("textgen_lstm", "lstm", "infer") == pytest.approx(chars, rel=0.01)
 
 
 def test_device_peaks_are_datasheet_figures():
