@@ -115,6 +115,32 @@ def decoder_pool(workers: int) -> Executor | None:
     return pool
 
 
+async def read_image(
+    request: Request, max_body: int, image_size: int, reject, decoder: Executor | None = None
+) -> np.ndarray:
+    """The request's JPEG decoded, or `reject(status, message)` raised: 415 for another content
+    type, 413 over `max_body` bytes, 400 for an empty body or one that is not a JPEG."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != JPEG:
+        raise reject(415, f"content type {kind or 'none'!r} is not {JPEG}: send JPEG bytes")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_body:
+        raise reject(413, f"body of {declared} bytes is over the {max_body}-byte limit")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_body:
+            raise reject(413, f"body is over the {max_body}-byte limit")
+    if not body:
+        raise reject(400, "empty body: send the JPEG bytes of one image")
+    try:
+        return await asyncio.get_running_loop().run_in_executor(
+            decoder, decode_jpeg, bytes(body), image_size
+        )
+    except BadImage as error:
+        raise reject(400, str(error)) from None
+
+
 def create_app(
     predict,
     *,
@@ -155,25 +181,7 @@ def create_app(
 
     @app.post("/predict")
     async def score(request: Request) -> dict[str, Any]:
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind != JPEG:
-            raise reject(415, f"content type {kind or 'none'!r} is not {JPEG}: send JPEG bytes")
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > max_body:
-            raise reject(413, f"body of {declared} bytes is over the {max_body}-byte limit")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_body:
-                raise reject(413, f"body is over the {max_body}-byte limit")
-        if not body:
-            raise reject(400, "empty body: send the JPEG bytes of one image")
-        try:
-            image = await asyncio.get_running_loop().run_in_executor(
-                decoder, decode_jpeg, bytes(body), image_size
-            )
-        except BadImage as error:
-            raise reject(400, str(error)) from None
+        image = await read_image(request, max_body, image_size, reject, decoder)
         label, probability = await batcher.score(image)
         counts["ok"] += 1
         return {"class": label, "score": probability}

@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "loadgen_min_queries": 256,
     "server_latency_ms": 100.0,
     "server_search_steps": 4,
+    "ray_address": "",
 }
 
 
@@ -59,13 +60,11 @@ def decode_workers(serve: dict[str, Any], threads: int) -> int:
     return min(8, threads // 4) if threads >= 8 else 0
 
 
-def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
-    """Measure one serve cell; the record sections it fills."""
-    serve = serve_settings(settings)
-    payloads = list(dataset.x_test)
-    log_dir = Path(settings.get("log_dir") or "serve-logs")
-    clients = int(settings.get("clients", 20))
-    server = ServerProcess(
+def make_server(settings: dict[str, Any], serve: dict[str, Any], log_dir: Path) -> ServerProcess:
+    """The cell's server, not started yet: uvicorn (one process) or Ray Serve (N replicas)."""
+    engine = settings.get("server", "uvicorn")
+    replicas = int(settings.get("replicas", 1))
+    common = dict(
         framework=settings["framework"],
         model=settings["model"],
         device=settings["device"],
@@ -75,10 +74,31 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         max_batch=int(settings["batch_size"]),
         batch_wait_ms=float(serve["batch_wait_ms"]),
         max_body_bytes=int(serve["max_body_bytes"]),
-        decode_workers=decode_workers(serve, int(settings["threads_resolved"])),
         host=serve["host"],
         log_path=log_dir / "server.log",
     )
+    if engine == "ray-serve":
+        from devicebench.serving.ray_process import RayServeProcess
+
+        return RayServeProcess(**common, replicas=replicas, ray_address=serve["ray_address"])
+    if engine != "uvicorn":
+        raise ValueError(f"unknown server {engine!r}; known: uvicorn, ray-serve")
+    if replicas != 1:
+        raise ValueError(
+            f"server uvicorn runs one process, not {replicas} replicas: use server ray-serve "
+            "for replicas, or exclude uvicorn cells with replicas > 1"
+        )
+    workers = decode_workers(serve, int(settings["threads_resolved"]))
+    return ServerProcess(**common, decode_workers=workers)
+
+
+def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+    """Measure one serve cell; the record sections it fills."""
+    serve = serve_settings(settings)
+    payloads = list(dataset.x_test)
+    log_dir = Path(settings.get("log_dir") or "serve-logs")
+    clients = int(settings.get("clients", 20))
+    server = make_server(settings, serve, log_dir)
     started = time.perf_counter()
     with server:
         startup_s = time.perf_counter() - started
@@ -107,6 +127,8 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     return {
         "serving": {
             "server": settings.get("server", "uvicorn"),
+            "replicas": int(settings.get("replicas", 1)),
+            "replica_peaks_mb": _replica_peaks(stats),
             "url_host": serve["host"],
             "port_note": server.health.get("port_note", ""),
             "startup_s": startup_s,
@@ -135,6 +157,12 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         "model": {"parameters": server.health.get("parameters")},
         "utilization": utilization,
     }
+
+
+def _replica_peaks(stats: dict[str, Any]) -> list[float] | None:
+    """Ray Serve: each replica's peak resident memory (MB), dead and restarted ones included."""
+    replicas = stats.get("replicas")
+    return [r["peak_rss_mb"] for r in replicas.values()] if replicas else None
 
 
 def _loadgen(url, payloads, serve, pool, clients, log_dir: Path) -> dict[str, Any]:
