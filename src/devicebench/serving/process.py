@@ -78,6 +78,7 @@ class ServerProcess:
         env = dict(os.environ)
         paths = [str(REPO / "src"), env.get("PYTHONPATH")]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+        env["DEVICEBENCH_SERVER_LOG"] = str(self.log_path)  # marks the server's process tree
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

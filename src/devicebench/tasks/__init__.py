@@ -146,7 +146,7 @@ TASKS: dict[str, TaskSpec] = {
             "20-50 concurrent clients scoring 1,000 JPEG images; batch_size is the server's "
             "largest dynamic batch",
             kind="serve",
-            axes={"server": ("uvicorn",), "clients": (20, 30, 50)},
+            axes={"server": ("uvicorn", "ray-serve"), "clients": (20, 30, 50), "replicas": (1,)},
             modes=("serve",),
         ),
     )
