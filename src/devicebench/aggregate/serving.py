@@ -2,7 +2,10 @@
 
 Throughput and latency come from the closed-loop client pool; LoadGen's Offline throughput,
 SingleStream p90 and the highest Server QPS it called VALID sit beside them. Cost per 1,000
-requests = hourly price of the cell's device / 3,600 / requests per second x 1,000.
+requests = hourly price of the cell's device / 3,600 / requests per second x 1,000. Replica
+scaling efficiency = throughput at N replicas / (N x throughput at 1 replica) of the same server,
+model, framework, device, precision, batch and clients (1.0: linear scaling; NaN without the
+1-replica cell).
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 
 SERVING_COLUMNS = [
-    "task", "model", "framework", "device_label", "precision", "batch_size", "server", "clients",
-    "status", "message", "requests", "requests_per_s", "images_per_s", "p50_ms", "p90_ms",
-    "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch", "largest_batch",
-    "server_peak_mb", "offline_samples_per_s", "offline_valid", "singlestream_p90_ms",
-    "server_highest_valid_qps", "price_per_hour", "cost_per_1k_requests_usd",
-    "requests_per_usd", "cell_id",
+    "task", "model", "framework", "device_label", "precision", "batch_size", "server", "replicas",
+    "clients", "status", "message", "requests", "requests_per_s", "images_per_s", "p50_ms",
+    "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
+    "largest_batch", "server_peak_mb", "offline_samples_per_s", "offline_valid",
+    "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
+    "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id",
 ]  # fmt: skip
 
 
@@ -62,6 +65,8 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     mean_batch, largest = _batch_stats(serving.get("batch_sizes") or {})
     row = {key: axes.get(key) for key in SERVING_COLUMNS if key in axes}
     row |= {
+        "server": axes.get("server", "uvicorn"),
+        "replicas": int(axes.get("replicas", 1)),
         "device_label": label,
         "status": record.get("status"),
         "message": record.get("message"),
@@ -95,6 +100,30 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
             continue  # the cells table reports unreadable records
         if (record.get("axes") or {}).get("mode") == "serve":
             rows.append(_row(record, prices))
-    df = pd.DataFrame(rows, columns=SERVING_COLUMNS)
+    df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))
     keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "clients"]
-    return df.sort_values(keys, kind="stable").reset_index(drop=True) if rows else df
+    return df.sort_values([*keys, "server", "replicas"], kind="stable").reset_index(drop=True)
+
+
+SCALING_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "server"]
+
+
+def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:
+    """replica_scaling_efficiency: requests/s at N replicas / (N x requests/s at 1 replica)."""
+    df = df.copy()
+    df["replica_scaling_efficiency"] = math.nan
+    if df.empty:
+        return df
+    ok = df["status"].eq("ok") & df["requests_per_s"].notna()
+    keys = [*SCALING_KEYS, "clients"]
+    single = (
+        df[ok & df["replicas"].eq(1)]
+        .groupby(keys, dropna=False)["requests_per_s"]
+        .mean()
+        .rename("_single")
+    )
+    merged = df[keys].merge(single, left_on=keys, right_index=True, how="left")
+    rate = df["requests_per_s"].astype(float).where(ok)
+    single_rate = merged["_single"].to_numpy(dtype=float)
+    df["replica_scaling_efficiency"] = rate / (df["replicas"].astype(float) * single_rate)
+    return df

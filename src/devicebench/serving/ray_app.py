@@ -9,8 +9,6 @@ images, waiting at most --batch-wait-ms) and reports the batch sizes it formed t
 so GET /stats sums them over every replica, including replicas that died and were replaced.
 """
 
-from __future__ import annotations
-
 import argparse
 import asyncio
 import os

@@ -1,0 +1,216 @@
+"""The Ray Serve scoring server for real (a local Ray, real HTTP): it scores and rejects as the
+uvicorn server does, batches with @serve.batch, restarts a killed replica while the pool counts
+errors, and leaves no Ray process behind, after a stop or when its parent is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import httpx
+import psutil
+import pytest
+from conftest import REPO
+
+from devicebench.data import load_dataset, prepare_dataset
+from devicebench.serving.clients import run_pool
+from devicebench.serving.ray_process import RayServeProcess
+
+SERVER = {"framework": "torch", "model": "mobilenetv2", "image_size": 32, "threads": 1}
+JPEG = {"content-type": "image/jpeg"}
+
+
+def tree_of(log_path) -> list[psutil.Process]:
+    """Every live process started for the server that logs to `log_path` (Ray's included: they
+    inherit the marker the launcher puts in the server's environment)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("DEVICEBENCH_SERVER_LOG") == str(log_path):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def gone_within(log_path, seconds: float) -> list[psutil.Process]:
+    """The server's processes still alive after waiting up to `seconds` for them to go."""
+    deadline = time.monotonic() + seconds
+    while (left := tree_of(log_path)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jpeg")
+    manifest = prepare_dataset("jpeg_images", "synthetic", folder, train_samples=4, test_samples=32)
+    return list(load_dataset(manifest).x_test)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    log = tmp_path_factory.mktemp("ray") / "server.log"
+    server = RayServeProcess(**SERVER, replicas=1, max_batch=4, max_body_bytes=64_000, log_path=log)
+    with server:
+        assert tree_of(log), "the launcher's marker is missing from the server's processes"
+        yield server
+    left = gone_within(log, 30)
+    assert not left, f"Ray processes outlived their server's stop: {[p.cmdline() for p in left]}"
+
+
+def score(server, body: bytes, headers=JPEG) -> httpx.Response:
+    return httpx.post(f"{server.url}/predict", content=body, headers=headers, timeout=60)
+
+
+def test_ray_serve_scores_a_jpeg_with_top_class_and_score(running, images):
+    assert running.health["server"] == "ray-serve" and running.health["replicas"] == 1
+    answer = score(running, images[0])
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert 0 <= body["class"] < 1000 and 0.0 < body["score"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "words"),
+    [
+        ("not an image", 400, "not an image"),
+        ("empty body", 400, "empty body"),
+        ("wrong content type", 415, "content type"),
+        ("over the size limit", 413, "limit"),
+        ("truncated jpeg", 400, "truncated"),
+    ],
+)
+def test_bad_input_gets_the_uvicorn_servers_4xx_and_ray_serve_serves_on(
+    running, images, case, status, words
+):
+    body, headers = {
+        "not an image": (b"hello, not a picture", JPEG),
+        "empty body": (b"", JPEG),
+        "wrong content type": (images[0], {"content-type": "text/plain"}),
+        "over the size limit": (b"\xff" * 100_000, JPEG),
+        "truncated jpeg": (images[0][: len(images[0]) // 2], JPEG),
+    }[case]
+    answer = score(running, body, headers)
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["detail"]
+    assert score(running, images[1]).status_code == 200
+
+
+def test_the_pool_is_scored_and_serve_batch_forms_batches(running, images):
+    result = run_pool(f"{running.url}/predict", images, clients=8, requests=48)
+    assert result["ok"] == 48 and result["errors"] == 0, result["error_reasons"]
+    stats = running.stats()
+    sizes = {int(k): v for k, v in stats["batch_sizes"].items()}
+    assert max(sizes) <= 4 and sum(k * v for k, v in sizes.items()) >= 48
+    assert stats["counts"]["rejected_400"] >= 1  # the bad-input tests, summed over replicas
+    assert len(stats["replicas"]) == 1 and stats["peak_rss_mb"] > 0
+
+
+def test_a_replica_killed_mid_load_is_restarted_and_the_pool_counts_errors(running, images):
+    """Runs after the other tests of the module server: it kills that server's replica."""
+    [replica] = running.stats()["replicas"].values()
+    outcome = {}
+    pool = threading.Thread(
+        target=lambda: outcome.update(
+            run_pool(f"{running.url}/predict", images, clients=8, requests=400, timeout_s=30)
+        )
+    )
+    pool.start()
+    time.sleep(2.0)  # the pool is under way
+    os.kill(replica["pid"], signal.SIGKILL)
+    pool.join(timeout=300)
+    assert not pool.is_alive(), "the client pool hung on a killed replica"
+    assert outcome["requests"] == 400
+    assert outcome["errors"] >= 1, "a replica died under load and no request failed?"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # Serve starts a new replica
+        if score(running, images[0]).status_code == 200:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f"no replica answered after the kill; log:\n{running.log_tail()}")
+    pids = {r["pid"] for r in running.stats()["replicas"].values()}
+    assert pids - {replica["pid"]}, "the answer came from no new replica"
+    assert not psutil.pid_exists(replica["pid"]) or psutil.Process(replica["pid"]).status() == (
+        psutil.STATUS_ZOMBIE
+    )
+
+
+def test_a_killed_parent_leaves_no_ray_process(tmp_path):
+    """The worker that started the server dies by SIGKILL: the server and all of Ray go too."""
+    log = tmp_path / "server.log"
+    ready = tmp_path / "ready"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import time
+                from pathlib import Path
+                from devicebench.serving.ray_process import RayServeProcess
+                server = RayServeProcess(**{SERVER!r}, log_path=Path({str(log)!r}))
+                server.start()
+                Path({str(ready)!r}).write_text(str(server.pid))
+                time.sleep(600)
+            """),
+        ],
+        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
+    )
+    deadline = time.monotonic() + 300
+    while not ready.exists():
+        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
+        time.sleep(0.5)
+    names = " ".join(" ".join(p.cmdline()) for p in tree_of(log))
+    assert "raylet" in names and "ray::ServeReplica" in names, names  # Ray is there to leave
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    left = gone_within(log, 60)
+    assert not left, f"processes outlived a killed parent: {[p.cmdline() for p in left]}"
+
+
+def serve_cell(tmp_path, replicas: int) -> dict:
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
+    serve = {"image_size": 32, "requests": 48, "warmup_requests": 8, "loadgen_scenarios": []}
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 540, "serve": json.dumps(serve)}
+    axes = {"clients": 4, "server": "ray-serve", "replicas": replicas}
+    log_dir = tmp_path / f"r{replicas}"
+    out = tmp_path / f"cell-r{replicas}.json"
+    record = run_cell(
+        make_cell(values, axes, settings), data=manifest, out=out, extra={"log_dir": str(log_dir)}
+    )
+    left = gone_within(log_dir / "server.log", 30)
+    assert not left, f"Ray processes outlived the cell: {[p.cmdline() for p in left]}"
+    return record | {"_path": str(out)}
+
+
+def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
+    from devicebench.aggregate.serving import serving_table
+
+    records = {n: serve_cell(tmp_path, n) for n in (1, 2)}
+    for n, record in records.items():
+        if record["status"] != "ok":
+            pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
+        serving = record["serving"]
+        assert serving["server"] == "ray-serve" and serving["replicas"] == n
+        assert len(serving["replica_peaks_mb"]) == n
+        assert serving["pool"]["ok"] == 48 and sum(map(int, serving["batch_sizes"].values())) > 0
+    table = serving_table([r["_path"] for r in records.values()], prices={})
+    by_replicas = table.set_index("replicas")
+    one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
+    assert by_replicas.loc[1, "replica_scaling_efficiency"] == pytest.approx(1.0)
+    assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
