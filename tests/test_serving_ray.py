@@ -214,3 +214,22 @@ def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_pa
     one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
     assert by_replicas.loc[1, "replica_scaling_efficiency"] == pytest.approx(1.0)
     assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
+
+
+def test_a_uvicorn_cell_with_replicas_is_an_error_naming_ray_serve(tmp_path):
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=4
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=1, precision="fp32", batch_size=4, mode="serve")
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 120}
+    axes = {"clients": 4, "server": "uvicorn", "replicas": 2}
+    record = run_cell(
+        make_cell(values, axes, settings), data=manifest, out=tmp_path / "c.json",
+        extra={"log_dir": str(tmp_path)},
+    )  # fmt: skip
+    assert record["status"] == "error" and "ray-serve" in record["message"], record["message"]
+    assert not (tmp_path / "server.log").exists()  # refused before any server started
