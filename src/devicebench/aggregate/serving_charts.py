@@ -9,16 +9,20 @@ import pandas as pd
 
 from devicebench.aggregate.charts import _empty
 
-IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "server"]
+IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "server", "replicas"]
+
+
+SERIES_TITLE = "framework · precision · batch · server · replicas"
 
 
 def _ok(serving: pd.DataFrame) -> pd.DataFrame:
     df = serving[serving["status"].astype(str).eq("ok")].copy() if not serving.empty else serving
     if df.empty:
         return df
-    df["series"] = (
-        df[["framework", "precision", "batch_size", "server"]].astype(str).agg(" · ".join, axis=1)
-    )
+    if "replicas" not in df:  # a table from before the replicas axis: one server process each
+        df["replicas"] = 1
+    series = ["framework", "precision", "batch_size", "server", "replicas"]
+    df["series"] = df[series].astype(str).agg(" · ".join, axis=1)
     df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)
     return df
 
@@ -42,7 +46,7 @@ def throughput_vs_clients(serving: pd.DataFrame) -> alt.TopLevelMixin:
             x=alt.X("clients:Q", title="concurrent clients"),
             y=alt.Y("requests_per_s:Q", title="requests/s"),
             color=alt.Color("device_label:N", title="device"),
-            strokeDash=alt.StrokeDash("series:N", title="framework · precision · batch · server"),
+            strokeDash=alt.StrokeDash("series:N", title=SERIES_TITLE),
             detail="series:N",
             tooltip=[*(f"{c}:N" for c in IDENTITY), "clients:Q", "requests_per_s:Q", "p99_ms:Q"],
         )
