@@ -233,3 +233,29 @@ def test_a_uvicorn_cell_with_replicas_is_an_error_naming_ray_serve(tmp_path):
     )  # fmt: skip
     assert record["status"] == "error" and "ray-serve" in record["message"], record["message"]
     assert not (tmp_path / "server.log").exists()  # refused before any server started
+
+
+def test_a_ray_serve_cell_over_its_time_limit_leaves_no_ray_process(tmp_path):
+    """The runner kills the worker's process group at the limit; Ray's workers (in groups of
+    their own) and agents must go as well."""
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=1, precision="fp32", batch_size=4, mode="serve")
+    serve = {"image_size": 32, "requests": 1_000_000, "loadgen_scenarios": []}
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 100, "serve": json.dumps(serve)}
+    axes = {"clients": 4, "server": "ray-serve", "replicas": 1}
+    log = tmp_path / "server.log"
+    record = run_cell(
+        make_cell(values, axes, settings), data=manifest, out=tmp_path / "c.json",
+        extra={"log_dir": str(tmp_path)},
+    )  # fmt: skip
+    assert record["status"] == "timeout", record["message"]
+    if "Application 'devicebench' is ready" not in log.read_text(errors="replace"):
+        pytest.skip("Ray Serve did not come up within the 100 s limit on this machine")
+    left = gone_within(log, 60)
+    assert not left, f"Ray processes outlived a timed-out cell: {[p.cmdline() for p in left]}"
