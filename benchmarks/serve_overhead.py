@@ -4,16 +4,19 @@
     python benchmarks/serve_overhead.py --device cpu --threads 2 --cases mobilenetv2:8:64
     python benchmarks/serve_overhead.py --device cuda --precision bf16 \\
         --cases resnet50:32:224 resnet50:64:224 mobilenetv2:64:224 --client-processes 4
+    python benchmarks/serve_overhead.py --server ray-serve --replicas 2 --device cpu --threads 2
 
 A case is model:batch:image_size. `in-process` times Classifier.predict on a batch of already
 decoded images (the model's own throughput, host-to-device copy and normalisation included, as
 an infer cell sees it); `server` is the same Classifier in the scoring server (FastAPI under
-uvicorn, dynamic batches of up to `batch`), driven over HTTP by closed-loop clients sending
+uvicorn, dynamic batches of up to `batch`; or Ray Serve with --replicas replicas sharing the
+device and @serve.batch), driven over HTTP by closed-loop clients sending
 JPEG bytes, so it pays for HTTP, JPEG decoding, batching and the answer. `ratio` = server /
 in-process; `paired` the median of per-round ratios (rounds alternate the two sides, so both
 see the same machine state). The issue's target with dynamic batching on an H100 is >= 0.8 for
 ResNet50. Both models stay loaded (the server's copy and this process's) for the whole case.
-Needs torch, transformers, fastapi, uvicorn, httpx and pillow; no keras, snakemake or network.
+Needs torch, transformers, fastapi, uvicorn, httpx and pillow (and ray[serve] for --server
+ray-serve); no keras, snakemake or network.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from devicebench.data.jpeg_images import make_synthetic  # noqa: E402
 from devicebench.serving.clients import run_pool  # noqa: E402
 from devicebench.serving.models import Classifier  # noqa: E402
 from devicebench.serving.process import ServerProcess  # noqa: E402
+from devicebench.serving.ray_process import RayServeProcess  # noqa: E402
 
 
 def sync(device: str) -> None:
@@ -82,23 +86,24 @@ def _p99(result: dict) -> float:
     return result["latency_ms"].get("p99", float("nan"))
 
 
+def make_server(args: argparse.Namespace, model_name: str, batch: int, size: int):
+    """The server of --server: uvicorn (one process) or Ray Serve with --replicas replicas."""
+    common = dict(framework="torch", model=model_name, device=args.device)
+    common |= dict(precision=args.precision, image_size=size, max_batch=batch)
+    common |= dict(batch_wait_ms=args.batch_wait_ms)
+    if args.server == "ray-serve":
+        threads = args.threads or os.cpu_count() or 1
+        return RayServeProcess(**common, threads=threads, replicas=args.replicas)
+    return ServerProcess(**common, threads=args.threads, decode_workers=args.decode_workers)
+
+
 def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -> dict:
     """Rounds alternate in-process and server, so both sides see the same machine state."""
     payloads, _ = make_synthetic(0, 64, "test", size=size)
     model = Classifier("torch", model_name, size, args.device, args.precision)
     clients = args.clients or 2 * batch
     local, served, errors, p99 = [], [], 0, []
-    with ServerProcess(
-        framework="torch",
-        model=model_name,
-        device=args.device,
-        precision=args.precision,
-        threads=args.threads,
-        image_size=size,
-        max_batch=batch,
-        batch_wait_ms=args.batch_wait_ms,
-        decode_workers=args.decode_workers,
-    ) as server:
+    with make_server(args, model_name, batch, size) as server:
         url = f"{server.url}/predict"
         through_server(url, payloads, clients, 4 * clients, args.client_processes)  # warm-up
         for _ in range(args.rounds):
@@ -117,6 +122,9 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
         "image_size": size,
         "clients": clients,
         "decode_workers": args.decode_workers,
+        "server_engine": f"{args.server} x{args.replicas}"
+        if args.server == "ray-serve"
+        else "uvicorn",
         "in_process": statistics.median(local),
         "server": statistics.median(served),
         "paired": statistics.median(s / i for s, i in zip(served, local, strict=True)),
@@ -143,6 +151,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--client-processes", type=int, default=1)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
+    parser.add_argument("--server", default="uvicorn", choices=["uvicorn", "ray-serve"])
+    parser.add_argument("--replicas", type=int, default=1, help="ray-serve replicas")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     return parser.parse_args(argv)
 
@@ -159,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         model_name, batch, size = case.split(":")
         rows.append(run_case(args, model_name, int(batch), int(size)))
         print(f"[serve_overhead] {case}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
-    print("| model | device | precision | batch | image | clients | decoders | in-process img/s "
-          "| server img/s | ratio | paired | mean batch formed | server p99 ms "
+    print("| model | engine | device | precision | batch | image | clients | decoders "
+          "| in-process img/s | server img/s | ratio | paired | mean batch formed | server p99 ms "
           "| errors |")  # fmt: skip
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['model']} | {r['device']} | {r['precision']} | {r['batch']} | "
+            f"| {r['model']} | {r['server_engine']} | {r['device']} | {r['precision']} | "
+            f"{r['batch']} | "
             f"{r['image_size']} | {r['clients']} | {r['decode_workers']} | "
             f"{r['in_process']:,.1f} | {r['server']:,.1f} | "
             f"{r['ratio']:.3f} | {r['paired']:.3f} | {r['mean_batch_formed']:.1f} | "
