@@ -58,8 +58,10 @@ class TransformerBackend:
         prepare: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]],
         fit_loop: str,
         channels_last: bool = False,
+        weights: dict[str, Any] | None = None,
     ) -> None:
         self.spec, self.settings = spec, settings
+        self.weights = weights if weights is not None else {"weights": "random"}
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
         self.build, self.prepare, self.fit_loop = build, prepare, fit_loop
@@ -85,6 +87,7 @@ class TransformerBackend:
             "compile": "compiled" if self.compiled else "eager",
             "precision_math": self.precision,
             "architecture": type(getattr(self.module, "model", self.module)).__name__,
+            **self.weights,
         }
         if self.compiled:
             info["compile_s"] = self.compile_s
@@ -239,6 +242,34 @@ def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: s
         with torch.no_grad(), counter:
             model(**inputs)
     return counter.get_total_flops() / samples
+
+
+def weights_builder(
+    settings: dict[str, Any],
+    auto_class: str,
+    num_labels: int,
+    random: Callable[[int], torch.nn.Module],
+) -> tuple[Callable[[int], torch.nn.Module], dict[str, Any]]:
+    """The cell's model builder and the record's words on its weights.
+
+    Random weights: `random` as given. ``weights: pretrained``: the checkpoint of
+    ``settings["pretrained"]`` loaded afresh for every repetition (its `num_labels` head built
+    from the repetition's seed); the dict fills in on the first load.
+    """
+    if settings.get("weights", "random") != "pretrained":
+        return random, {"weights": "random"}
+    from devicebench.workloads.pretrained import load_model
+
+    info: dict[str, Any] = {"weights": settings["pretrained"]}
+
+    def build(seed: int) -> torch.nn.Module:
+        net, loaded = load_model(
+            auto_class, str(settings["model"]), str(settings["pretrained"]), num_labels, seed
+        )
+        info.update(loaded)
+        return Logits(net)
+
+    return build, info
 
 
 class Logits(torch.nn.Module):
