@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         settings["serve"] = args.serve
     if args.weights == "pretrained":  # only then, as the grid does: other hashes stay the same
-        settings |= {"weights": "pretrained", "pretrained": args.pretrained}
+        extra["weights"] = "pretrained"
+        settings["pretrained"] = args.pretrained
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)

@@ -4,6 +4,8 @@ own tokenizer replace the random weights; a missing one is a config error before
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,6 @@ import pytest
 import torch
 from conftest import REPO
 
-from devicebench.cell import run_cell
 from devicebench.config import ConfigError, check_config
 from devicebench.data import prepare_dataset
 from devicebench.grid import expand_grid
@@ -67,11 +68,17 @@ def _text(tiny_config: dict, source, **more) -> dict:
 def test_a_text_classify_cell_trains_from_the_saved_folder(
     tiny_config, bert_folder, imdb, tmp_path
 ):
+    """The cell runs as Snakemake runs it: scripts/run_cell.py with the grid's flags."""
     cells = expand_grid(check_config(_text(tiny_config, str(bert_folder))))
     cell = next(c for c in cells if c.values["mode"] == "train")
     assert cell.run_settings()["pretrained"] == str(bert_folder)
-    record = run_cell(cell, data=imdb, out=tmp_path / "cell.json")
+    assert "/weights~pretrained/" in cell.cell_id  # an axis: tables tell these cells apart
+    out = tmp_path / "cell.json"
+    script = [sys.executable, str(REPO / "scripts" / "run_cell.py"), *shlex.split(cell.cli_args())]
+    subprocess.run([*script, "--data", str(imdb), "--out", str(out)], check=True, timeout=600)
+    record = json.loads(out.read_text())
     assert record["status"] == "ok", record["message"]
+    assert record["cell_id"] == cell.cell_id and record["axes"]["weights"] == "pretrained"
     model = record["model"]
     assert model["weights"] == str(bert_folder)
     assert model["weights_folder"] == str(bert_folder.resolve())

@@ -24,12 +24,13 @@ class MissingWeights(ValueError):
     """A pretrained model named in the config that this host has no local copy of."""
 
 
-def settings_of(task_settings: dict[str, Any], model: str) -> dict[str, str]:
-    """The run settings a cell of `model` gets: none for random weights, so that configs without
-    pretrained weights keep their cells' hashes."""
+def cell_weights(task_settings: dict[str, Any], model: str) -> tuple[dict, dict]:
+    """(extra axes, run settings) a cell of `model` gets: a ``weights`` axis (``pretrained``, so
+    tables and cell paths tell these cells apart) and the ``pretrained`` folder or hub id. None
+    for random weights, so that configs without pretrained weights keep their cells and hashes."""
     if task_settings.get("weights", "random") != "pretrained":
-        return {}
-    return {"weights": "pretrained", "pretrained": str(task_settings["pretrained"][model])}
+        return {}, {}
+    return {"weights": "pretrained"}, {"pretrained": str(task_settings["pretrained"][model])}
 
 
 def is_pretrained(settings: dict[str, Any]) -> bool:
