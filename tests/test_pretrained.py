@@ -194,7 +194,6 @@ def test_a_folder_without_a_tokenizer_or_config_is_an_error(tiny_config, bert_fo
     [
         ("text_classify", {"weights": "pretrained"}, "no entry for model bert-tiny"),
         ("text_classify", {"pretrained": {"gpt-17": "x"}}, "unknown model 'gpt-17'"),
-        ("conll_ner", {"weights": "pretrained"}, "task conll_ner has no pretrained weights"),
         ("mnist_mlp", {"weights": "pretrained"}, "task mnist_mlp has no pretrained weights"),
         ("text_classify", {"weights": "seeded"}, "tasks.text_classify.weights"),
     ],
@@ -273,3 +272,37 @@ def test_a_cifar10_finetune_backend_loads_a_saved_vit(tiny_config, tmp_path):
     backend.train_steps(1)
     predicted, _ = backend.evaluate()
     assert predicted.shape == (8,)
+
+
+@pytest.mark.parametrize("model", ["bert_tokencls_tiny", "bilstm_cnn_bert_tiny"])
+def test_conll_ner_models_are_built_around_the_saved_bert(bert_folder, model, tmp_path):
+    from devicebench.workloads import conll_ner
+
+    manifest = prepare_dataset("conll2003", "synthetic", tmp_path, train_samples=16,
+                               test_samples=8, seed=5)  # fmt: skip
+    settings = {"framework": "torch", "device": "cpu", "precision": "fp32", "seed": 3}
+    settings |= {"batch_size": 4, "model": model, "data": str(manifest), "learning_rate": 3e-3}
+    settings |= {"weights": "pretrained", "pretrained": str(bert_folder)}
+    data = conll_ner.load_data(settings)
+    assert (data.train.input_ids[:, 0] == VOCAB.index("[CLS]")).all()  # the checkpoint's ids
+    assert data.train.input_ids.max() < len(VOCAB)
+    backend = conll_ner.make_backend(conll_ner.SPEC, settings, data)
+    backend.new_model(1)
+    bert = backend.model.bert.bert if model == "bert_tokencls_tiny" else backend.encoder.bert
+    saved = saved_state_of(bert_folder)
+    for key, tensor in bert.state_dict().items():
+        assert torch.equal(tensor, saved[f"bert.{key}"]), key
+    fresh = backend.model_info["weights_newly_initialised"]
+    assert fresh == (["classifier.bias", "classifier.weight"] if "tokencls" in model else [])
+    backend.train_steps(1)
+    predicted, loss = backend.evaluate()
+    assert predicted.shape[0] == 8 and loss > 0
+
+
+def test_conll_ner_rejects_a_checkpoint_that_is_not_a_bert(tiny_config, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "roberta"}')
+    (tmp_path / "vocab.json").write_text("{}")
+    task = {"models": ["bert_tokencls_tiny"], "weights": "pretrained"}
+    task["pretrained"] = {"bert_tokencls_tiny": str(tmp_path)}
+    with pytest.raises(ConfigError, match="holds a 'roberta' model; conll_ner's models are built"):
+        check_config(_config(tiny_config, "conll_ner", **task))

@@ -5,7 +5,8 @@ longest sentence (dynamic padding, as NER pipelines do): the lengths are read fr
 indexed by a host-side shuffle, so no step waits on the device. ``embeddings: live`` runs the frozen
 BERT inside every step (the Spark NLP pipeline); ``cached`` computes every sentence's word
 embeddings once, untimed, and trains the tagger on them. The frozen BERT is built from the
-study's seed alone, so live and cached cells embed with the same weights.
+study's seed alone, so live and cached cells embed with the same weights. With ``weights:
+pretrained`` the BERT (frozen, or fine-tuned whole with a fresh head) is the checkpoint's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ def build_trained(architecture: str, config: Any, num_chars: int, seed: int) -> 
 
 
 def count_flops(
-    model: str, embedding: str, mode: str, *, words: int, pieces: int, chars: int
+    model: str,
+    embedding: str,
+    mode: str,
+    *,
+    words: int,
+    pieces: int,
+    chars: int,
+    config: Any = None,
 ) -> float:
     """FLOPs per sentence of `model` at one sentence shape (torch.utils.flop_counter, on CPU).
 
@@ -53,9 +61,10 @@ def count_flops(
     from devicebench.data.wordpiece import BERT_VOCAB
 
     architecture, size = ner_models.model_spec(model)
-    config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
+    if config is None:  # a pretrained checkpoint passes its own
+        config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
     count, num_chars = 2, 100
-    ids = torch.randint(5, BERT_VOCAB, (count, pieces))
+    ids = torch.randint(5, config.vocab_size, (count, pieces))
     mask = torch.ones(count, pieces, dtype=torch.int64)
     starts = torch.arange(1, words + 1).repeat(count, 1)
     spelled = torch.randint(2, num_chars, (count, words, chars))
@@ -118,9 +127,16 @@ class NerBackend:
             torch.backends.cudnn.allow_tf32 = True
         self.num_labels = dataset.num_labels
         self.num_chars = dataset.num_chars
-        self.config = ner_models.bert_config(
-            self.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
-        )
+        self.weights: dict[str, Any] = {"weights": "random"}
+        self.source = settings["pretrained"] if settings.get("weights") == "pretrained" else None
+        if self.source is not None:
+            from devicebench.workloads import pretrained
+
+            self.config = pretrained.load_config(settings["model"], self.source, self.num_labels)
+        else:
+            self.config = ner_models.bert_config(
+                self.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
+            )
         self.train = _Split(dataset.train, self.device)
         self.test = _Split(dataset.test, self.device)
         self.host_generator = torch.Generator()
@@ -132,7 +148,12 @@ class NerBackend:
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         if self.architecture == "bilstm_cnn_bert":
-            self.encoder = build_encoder(self.config, int(settings["seed"])).to(self.device)
+            if self.source is not None:
+                bert = self._load("AutoModel", int(settings["seed"]), add_pooling_layer=False)
+                self.encoder = ner_models.FrozenBertEmbeddings(self.config, bert)
+            else:
+                self.encoder = build_encoder(self.config, int(settings["seed"]))
+            self.encoder.to(self.device)
             if self.embeddings == "cached":
                 start = time.perf_counter()
                 for split in (self.train, self.test):
@@ -158,6 +179,7 @@ class NerBackend:
             "embedding": self.embeddings if self.encoder is not None else "fine-tuned",
             "vocab_size": self.config.vocab_size,
             "max_pieces": int(self.train.tensors["input_ids"].shape[1]),
+            **self.weights,
         }
         if self.encoder is not None:
             info["frozen_bert_parameters"] = sum(p.numel() for p in self.encoder.parameters())
@@ -195,9 +217,23 @@ class NerBackend:
                 parts.append(self.encoder(*batch["pieces"]).float())
         return torch.cat(parts)
 
+    def _load(self, auto_class: str, seed: int, **options: Any) -> torch.nn.Module:
+        """The checkpoint's BERT (weights: pretrained); the record learns what was loaded."""
+        from devicebench.workloads import pretrained
+
+        net, info = pretrained.load_model(
+            auto_class, self.settings["model"], self.source, self.num_labels, seed, **options
+        )
+        self.weights = info
+        return net
+
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer from `seed`; the frozen BERT stays as it is."""
-        self.model = build_trained(self.architecture, self.config, self.num_chars, seed)
+        if self.source is not None and self.architecture == "bert_tokencls":
+            bert = self._load("AutoModelForTokenClassification", seed)
+            self.model = ner_models.BertTokenClassifier(self.config, bert)
+        else:
+            self.model = build_trained(self.architecture, self.config, self.num_chars, seed)
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=float(self.settings["learning_rate"])

@@ -116,7 +116,9 @@ def offline() -> Iterator[None]:
                 os.environ[key] = value
 
 
-def load_model(auto_class: str, model: str, source: str, num_labels: int, seed: int):
+def load_model(
+    auto_class: str, model: str, source: str, num_labels: int, seed: int, **options: Any
+):
     """The checkpoint's model with a `num_labels` head, and what the record says about it.
 
     The task's head rarely matches the checkpoint's (a base model has none, a fine-tuned one
@@ -135,6 +137,7 @@ def load_model(auto_class: str, model: str, source: str, num_labels: int, seed: 
             ignore_mismatched_sizes=True,
             local_files_only=True,
             output_loading_info=True,
+            **options,
         )
     fresh = sorted(
         {str(key) for key in loading.get("missing_keys", [])}
@@ -147,7 +150,9 @@ def load_model(auto_class: str, model: str, source: str, num_labels: int, seed: 
         "weights": source,
         "weights_folder": str(folder),
         "weights_loaded_with": f"{auto_class}.from_pretrained(num_labels={num_labels}, "
-        "ignore_mismatched_sizes=True, local_files_only=True)",
+        "ignore_mismatched_sizes=True, local_files_only=True"
+        + "".join(f", {key}={value!r}" for key, value in options.items())
+        + ")",
         "weights_newly_initialised": fresh,
     }
     return net, info
@@ -162,15 +167,21 @@ def load_tokenizer(model: str, source: str):
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
 
 
+def load_config(model: str, source: str, num_labels: int):
+    """The checkpoint's transformers configuration with a `num_labels` head."""
+    import transformers
+
+    with offline():
+        return transformers.AutoConfig.from_pretrained(
+            str(locate(model, source)), num_labels=num_labels, local_files_only=True
+        )
+
+
 def architecture(auto_class: str, model: str, source: str, num_labels: int):
     """The checkpoint's architecture with random weights, forward -> logits (to count FLOPs)."""
     import transformers
 
     from devicebench.workloads.transformer_backend import Logits
 
-    folder = locate(model, source)
-    with offline():
-        config = transformers.AutoConfig.from_pretrained(
-            str(folder), num_labels=num_labels, local_files_only=True
-        )
+    config = load_config(model, source, num_labels)
     return Logits(getattr(transformers, auto_class).from_config(config))
