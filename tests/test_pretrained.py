@@ -306,3 +306,36 @@ def test_conll_ner_rejects_a_checkpoint_that_is_not_a_bert(tiny_config, tmp_path
     task["pretrained"] = {"bert_tokencls_tiny": str(tmp_path)}
     with pytest.raises(ConfigError, match="holds a 'roberta' model; conll_ner's models are built"):
         check_config(_config(tiny_config, "conll_ner", **task))
+
+
+def _study(tiny_config: dict, source: str) -> dict:
+    config = _text(tiny_config, source)
+    config["modes"] = ["train"]
+    config["datasets"] = {"imdb": {"source": "synthetic", "train_samples": 32, "test_samples": 8}}
+    return config
+
+
+def test_snakemake_stops_before_any_job_when_a_checkpoint_is_missing(tiny_config, tmp_path):
+    from workflow import snakemake, write_config
+
+    write_config(tmp_path, _study(tiny_config, str(tmp_path / "missing-bert")))
+    done = snakemake(tmp_path, "--cores", "1", "results/tables/cells.csv", check=False)
+    assert done.returncode != 0
+    assert "tasks.text_classify.pretrained.bert-tiny: no pretrained weights for bert-tiny" in (
+        done.stdout + done.stderr
+    )
+    assert not (tmp_path / "results").exists()  # no data prepared, no cell run
+
+
+@pytest.mark.workflow
+def test_a_pretrained_cell_reaches_the_tables_with_a_weights_column(
+    tiny_config, bert_folder, tmp_path
+):
+    import pandas as pd
+    from workflow import snakemake, write_config
+
+    write_config(tmp_path, _study(tiny_config, str(bert_folder)))
+    snakemake(tmp_path, "--cores", "2", "results/tables/cells.csv")
+    cells = pd.read_csv(tmp_path / "results" / "tables" / "cells.csv")
+    assert list(cells.status) == ["ok"] and list(cells.weights) == ["pretrained"]
+    assert (cells.flops_per_sample > 0).all()
