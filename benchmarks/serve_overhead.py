@@ -97,6 +97,7 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
         image_size=size,
         max_batch=batch,
         batch_wait_ms=args.batch_wait_ms,
+        decode_workers=args.decode_workers,
     ) as server:
         url = f"{server.url}/predict"
         through_server(url, payloads, clients, 4 * clients, args.client_processes)  # warm-up
@@ -115,6 +116,7 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
         "batch": batch,
         "image_size": size,
         "clients": clients,
+        "decode_workers": args.decode_workers,
         "in_process": statistics.median(local),
         "server": statistics.median(served),
         "paired": statistics.median(s / i for s, i in zip(served, local, strict=True)),
@@ -140,6 +142,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=0, help="default: 2 x batch")
     parser.add_argument("--client-processes", type=int, default=1)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
+    parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     return parser.parse_args(argv)
 
@@ -156,14 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         model_name, batch, size = case.split(":")
         rows.append(run_case(args, model_name, int(batch), int(size)))
         print(f"[serve_overhead] {case}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
-    print("| model | device | precision | batch | image | clients | in-process img/s "
+    print("| model | device | precision | batch | image | clients | decoders | in-process img/s "
           "| server img/s | ratio | paired | mean batch formed | server p99 ms "
           "| errors |")  # fmt: skip
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['model']} | {r['device']} | {r['precision']} | {r['batch']} | "
-            f"{r['image_size']} | {r['clients']} | {r['in_process']:,.1f} | {r['server']:,.1f} | "
+            f"{r['image_size']} | {r['clients']} | {r['decode_workers']} | "
+            f"{r['in_process']:,.1f} | {r['server']:,.1f} | "
             f"{r['ratio']:.3f} | {r['paired']:.3f} | {r['mean_batch_formed']:.1f} | "
             f"{r['server_p99_ms']:.1f} | "
             f"{r['errors']} |"

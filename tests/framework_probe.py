@@ -52,7 +52,7 @@ def make_backend(framework: str, task: str, lr: float, dataset):
 
 def main(framework: str, data_dir: str, out: str) -> None:
     datasets = {}
-    for spec in TASKS.values():
+    for spec in (TASKS[task] for task in PROBE):
         if spec.dataset not in datasets:
             datasets[spec.dataset] = load_dataset(Path(data_dir) / spec.dataset / "manifest.json")
     results = {}

@@ -96,6 +96,28 @@ def test_bad_input_gets_a_4xx_with_a_message_and_the_server_serves_on(
     assert score(server, images[1]).status_code == 200
 
 
+def test_decoder_processes_score_and_reject_as_threads_do_and_leave_with_the_server(images):
+    with ServerProcess(**SERVER, max_batch=4, decode_workers=1) as running:
+        assert running.health["decode_workers"] == 1
+        decoders = psutil.Process(running.pid).children(recursive=True)
+        assert decoders, "the server started no decoder process"
+        good = score(running, images[0])
+        assert good.status_code == 200 and 0 <= good.json()["class"] < 1000
+        bad = score(running, b"hello, not a picture")
+        assert bad.status_code == 400 and "not an image" in bad.json()["detail"]
+        assert score(running, images[1]).status_code == 200
+    gone, alive = psutil.wait_procs(decoders, timeout=10)
+    assert not alive, f"decoder processes outlived their server: {alive}"
+
+
+def test_a_killed_server_takes_its_decoder_processes_along():
+    with ServerProcess(**SERVER, decode_workers=1) as running:
+        decoders = psutil.Process(running.pid).children(recursive=True)
+        os.kill(running.pid, signal.SIGKILL)
+        gone, alive = psutil.wait_procs(decoders, timeout=10)
+    assert decoders and not alive, f"decoders outlived a killed server: {alive}"
+
+
 def test_the_pool_scores_every_request_and_batches_form(server, images):
     result = run_pool(f"{server.url}/predict", images, clients=8, requests=48, window_s=0.05)
     assert result["ok"] == 48 and result["errors"] == 0

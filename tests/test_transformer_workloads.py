@@ -232,9 +232,10 @@ def test_bad_transformer_settings_fail_at_config_check(tiny_config, task, settin
 
 def test_keras_cells_are_skipped_with_a_reason():
     for name in MODULES:
-        reason = workload(name).skip_reason({"framework": "keras-torch", "model": "m"})
+        model = get_task(name).models[0]
+        reason = workload(name).skip_reason({"framework": "keras-torch", "model": model})
         assert "torch" in reason and "Keras" in reason
-        assert workload(name).skip_reason({"framework": "torch", "model": "m"}) is None
+        assert workload(name).skip_reason({"framework": "torch", "model": model}) is None
 
 
 def test_flops_are_counted_at_the_cells_axes():

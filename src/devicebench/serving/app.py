@@ -4,6 +4,8 @@
 the model, binds 127.0.0.1 (another interface only with --host), takes another free port when the
 asked one is in use, writes the port it serves on to --port-file, and serves until SIGTERM.
 Requests wait at most --batch-wait-ms for others to share a batch of up to --max-batch images.
+JPEG decoding runs in --decode-workers processes (0: threads of the server process), so the
+model's thread does not fight the decoders for the interpreter lock.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +94,37 @@ class Batcher:
                     future.set_result((int(label), float(score)))
 
 
-def create_app(predict, *, image_size: int, max_batch: int, wait_s: float, max_body: int, info):
+def die_with_parent() -> None:
+    """A decoder process gets SIGKILL when its server dies, however the server ends (Linux)."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def decoder_pool(workers: int) -> Executor | None:
+    """`workers` decoding processes, started now (before the model claims the device); None: 0."""
+    if workers <= 0:
+        return None
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=die_with_parent)
+    list(pool.map(abs, range(workers)))  # start every worker before the first request
+    return pool
+
+
+def create_app(
+    predict,
+    *,
+    image_size: int,
+    max_batch: int,
+    wait_s: float,
+    max_body: int,
+    info,
+    decoder: Executor | None = None,
+):
     """The FastAPI app: POST /predict (image/jpeg), GET /health, GET /stats."""
     from contextlib import asynccontextmanager
 
@@ -137,7 +169,9 @@ def create_app(predict, *, image_size: int, max_batch: int, wait_s: float, max_b
         if not body:
             raise reject(400, "empty body: send the JPEG bytes of one image")
         try:
-            image = await asyncio.to_thread(decode_jpeg, bytes(body), image_size)
+            image = await asyncio.get_running_loop().run_in_executor(
+                decoder, decode_jpeg, bytes(body), image_size
+            )
         except BadImage as error:
             raise reject(400, str(error)) from None
         label, probability = await batcher.score(image)
@@ -176,6 +210,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     parser.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--port-file", type=Path, required=True, help="written once serving")
@@ -193,12 +228,14 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
+    decoder = decoder_pool(args.decode_workers)
     model = Classifier(args.framework, args.model, args.image_size, args.device, args.precision)
     model.predict(np.zeros((args.max_batch, args.image_size, args.image_size, 3), np.uint8))
     load_s = time.perf_counter() - started
     sock, note = bind(args.host, args.port)
     port = sock.getsockname()[1]
     info = {"model": args.model, "framework": args.framework, "parameters": model.parameters}
+    info |= {"decode_workers": args.decode_workers}
     info |= {"load_s": load_s, "port": port, "port_note": note}
     app = create_app(
         model.predict,
@@ -207,13 +244,18 @@ def main(argv: list[str] | None = None) -> int:
         wait_s=args.batch_wait_ms / 1000,
         max_body=args.max_body_bytes,
         info=info,
+        decoder=decoder,
     )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     tmp = args.port_file.with_suffix(".tmp")
     tmp.write_text(str(port))
     tmp.replace(args.port_file)  # the port is bound: connections queue until uvicorn accepts
     print(f"[serve] {args.model} ({args.framework}) on {args.host}:{port} {note}", flush=True)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if decoder is not None:
+            decoder.shutdown(cancel_futures=True)
     return 0
 
 

@@ -23,6 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "warmup_requests": 20,
     "batch_wait_ms": 5.0,
     "max_body_bytes": 1 << 20,
+    "decode_workers": "auto",
     "host": "127.0.0.1",
     "request_timeout_s": 60.0,
     "stability_window_s": 1.0,
@@ -49,6 +50,15 @@ def serve_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return DEFAULTS | given
 
 
+def decode_workers(serve: dict[str, Any], threads: int) -> int:
+    """Decoder processes: as set, or `auto`: a quarter of the cell's threads, at most 8, and none
+    (threads of the server) below 8 threads, where extra processes would crowd the model."""
+    given = serve["decode_workers"]
+    if given != "auto":
+        return int(given)
+    return min(8, threads // 4) if threads >= 8 else 0
+
+
 def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     """Measure one serve cell; the record sections it fills."""
     serve = serve_settings(settings)
@@ -65,6 +75,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         max_batch=int(settings["batch_size"]),
         batch_wait_ms=float(serve["batch_wait_ms"]),
         max_body_bytes=int(serve["max_body_bytes"]),
+        decode_workers=decode_workers(serve, int(settings["threads_resolved"])),
         host=serve["host"],
         log_path=log_dir / "server.log",
     )
@@ -103,6 +114,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             "image_size": int(serve["image_size"]),
             "max_batch": int(settings["batch_size"]),
             "batch_wait_ms": float(serve["batch_wait_ms"]),
+            "decode_workers": server.health.get("decode_workers"),
             "batch_sizes": stats["batch_sizes"],
             "server_counts": stats["counts"],
             "warmup_errors": warm["errors"],

@@ -38,6 +38,7 @@ class ServerProcess:
         max_batch: int = 8,
         batch_wait_ms: float = 5.0,
         max_body_bytes: int = 1 << 20,
+        decode_workers: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: Path | None = None,
@@ -55,6 +56,7 @@ class ServerProcess:
             *("--precision", precision, "--threads", str(threads)),
             *("--image-size", str(image_size), "--max-batch", str(max_batch)),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
+            *("--decode-workers", str(decode_workers)),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
         ]
         self.process: subprocess.Popen | None = None
