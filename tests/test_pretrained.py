@@ -120,6 +120,8 @@ def test_the_backend_holds_the_saved_weights_and_the_checkpoints_tokenizer(bert_
         assert state["classifier.weight"].shape == (2, 128)
         heads.append(state["classifier.weight"].clone())
     assert not torch.equal(*heads)  # the new head comes from each repetition's seed
+    backend.new_model(1)
+    assert torch.equal(backend.module.model.classifier.weight, heads[0])  # and only from it
     backend.train_steps(1)
     assert not torch.equal(
         backend.module.model.bert.pooler.dense.weight, saved["bert.pooler.dense.weight"]

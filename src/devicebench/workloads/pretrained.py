@@ -139,13 +139,12 @@ def load_model(
             output_loading_info=True,
             **options,
         )
-    fresh = sorted(
-        {str(key) for key in loading.get("missing_keys", [])}
-        | {
-            str(item[0] if isinstance(item, tuple | list) else item)
-            for item in loading.get("mismatched_keys", [])
-        }  # fmt: skip
-    )
+    missing = {str(key) for key in loading.get("missing_keys", [])}
+    mismatched = {  # (key, checkpoint shape, model shape) entries
+        str(item[0] if isinstance(item, tuple | list) else item)
+        for item in loading.get("mismatched_keys", [])
+    }
+    fresh = sorted(missing | mismatched)
     info = {
         "weights": source,
         "weights_folder": str(folder),
