@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.frameworks.torch_device import TorchDevice, timed_batches
 from devicebench.workloads import ner_models
 from devicebench.workloads.ner_inputs import IGNORE, NerArrays
 
@@ -105,7 +106,7 @@ class _Split:
         self.cache: torch.Tensor | None = None  # word embeddings, embeddings: cached
 
 
-class NerBackend:
+class NerBackend(TorchDevice):
     """A conll_ner model, its optimizer and both splits on the device, for one cell."""
 
     name = "torch"
@@ -317,24 +318,12 @@ class NerBackend:
     def infer_batches(self, steps: int) -> list[float]:
         """Forward `steps` test batches in order; each batch's latency in seconds."""
         self.model.eval()
-        cuda = self.device.type == "cuda"
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
-        latencies = []
-        if cuda:
-            marks[0].record()
-        for i, batch in enumerate(self._test_batches(steps)):
-            start = time.perf_counter()
+
+        def forward(batch) -> None:
             with self._autocast():
                 self._logits(self.test, batch)
-            if cuda:
-                marks[i + 1].record()
-            else:
-                self.sync()
-                latencies.append(time.perf_counter() - start)
-        self.sync()
-        if cuda:
-            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
-        return latencies
+
+        return timed_batches(self.device, self._test_batches(steps), forward, self.sync)
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
@@ -354,12 +343,3 @@ class NerBackend:
             rows = batch["index"].cpu()
             predicted[rows, : logits.shape[1]] = logits.argmax(-1).cpu()
         return predicted.numpy(), float(total.item() / count)
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.frameworks.torch_device import TorchDevice, timed_batches
 from devicebench.tasks import TaskSpec
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -39,7 +40,7 @@ def set_matmul_precision(precision: str) -> None:
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
 
-class TransformerBackend:
+class TransformerBackend(TorchDevice):
     """One model, its AdamW optimizer and device-resident data for one cell.
 
     ``build(seed)`` returns a fresh CPU model whose forward takes the tensors ``prepare`` returns
@@ -187,22 +188,12 @@ class TransformerBackend:
         batch = self.batch_size
         if self.compiled and "infer" not in self.compile_s:
             self._first_compiled("infer", lambda: self._forward(self.test, 0, self.model))
-        cuda = self.device.type == "cuda"
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
-        latencies = []
-        if cuda:
-            marks[0].record()
-        for step in range(steps):
-            start = time.perf_counter()
-            self._forward(self.test, step * batch, self.model)
-            if cuda:
-                marks[step + 1].record()
-            else:
-                latencies.append(time.perf_counter() - start)
-        self.sync()
-        if cuda:
-            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
-        return latencies
+        return timed_batches(
+            self.device,
+            range(steps),
+            lambda step: self._forward(self.test, step * batch, self.model),
+            self.sync,
+        )
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
@@ -216,15 +207,6 @@ class TransformerBackend:
             predictions.append(logits.argmax(dim=1))
         predicted = torch.cat(predictions).cpu().numpy()
         return predicted, float(total.item() / self.test_samples)
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)
 
 
 def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
