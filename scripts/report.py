@@ -40,12 +40,21 @@ def report(tables: Path, out: Path, study: dict, prices: Path) -> Path:
     return page
 
 
+def study_settings(path: Path) -> dict:
+    """The study a config means, as the workflow reads it: the default fills what it leaves out."""
+    from devicebench.config import check_config, combine_configs
+
+    if not path.exists():
+        return {}
+    default_path = REPO / "config" / "config.yaml"
+    default = yaml.safe_load(default_path.read_text())
+    users = [] if path.resolve() == default_path.resolve() else [yaml.safe_load(path.read_text())]
+    return check_config(combine_configs(default, users))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from devicebench.config import load_config
-
-    study = load_config(args.config) if args.config.exists() else {}
-    report(args.tables, args.out, study, args.prices)
+    report(args.tables, args.out, study_settings(args.config), args.prices)
     return 0
 
 

@@ -80,6 +80,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument(
         "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
     )
+    run.add_argument(
+        "--weights",
+        choices=["random", "pretrained"],
+        default="random",
+        help="transformer tasks: random weights (default) or pretrained ones from --pretrained",
+    )
+    run.add_argument(
+        "--pretrained",
+        help="with --weights pretrained: a save_pretrained folder or a hub id in the local cache",
+    )
     spark = parser.add_argument_group("Spark settings (engine spark / spark-streaming)")
     spark.add_argument("--spark-master", help="master URL (default local[threads,max-failures])")
     spark.add_argument("--spark-max-failures", type=int, help="spark.task.maxFailures (default 4)")
@@ -106,6 +116,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if args.min_repetition_s < 0:
         parser.error(f"--min-repetition-s must be at least 0 (got {args.min_repetition_s})")
+    if (args.weights == "pretrained") != bool(args.pretrained):
+        parser.error("--weights pretrained and --pretrained FOLDER_OR_HUB_ID go together")
+    if args.pretrained:
+        from devicebench.workloads.pretrained import MissingWeights, locate
+
+        try:
+            locate(args.model or args.task, args.pretrained)
+        except MissingWeights as error:
+            parser.error(str(error))
     if args.threads != "all":
         if not args.threads.isdigit() or int(args.threads) < 1:
             parser.error(f"--threads must be a positive number or 'all' (got {args.threads!r})")
@@ -184,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             settings[key] = getattr(args, key)
     if args.serve:
         settings["serve"] = args.serve
+    if args.weights == "pretrained":  # only then, as the grid does: other hashes stay the same
+        extra["weights"] = "pretrained"
+        settings["pretrained"] = args.pretrained
     assert set(values) == set(AXES)
     cell = make_cell(values, extra, settings)
     data = args.data or default_data(settings["dataset"], args.seed)

@@ -2,7 +2,8 @@
 """Scaling efficiency table and chart from train records with a `gpus` axis.
 
     python scripts/scaling.py --records results/cells --out results/scaling
-    python scripts/scaling.py --records results/published/h200x2/ddp --out results/published/h200x2
+    python scripts/scaling.py --records results/published/ddp_h200x2/cells \
+        --out results/published/ddp_h200x2/scaling
 
 Writes scaling.csv and scaling.md, and (with Altair installed, unless --no-chart) the chart
 scaling_efficiency.html and .png; reads cell records and benchmarks/ddp_scaling.py's records.

@@ -147,3 +147,12 @@ def test_sampler_process_records_a_timeline():
     assert 0 <= result["summary"]["cpu_util_mean"] <= 100
     assert result["gpu_util"] == [] and result["summary"]["gpu_util_mean"] is None
     assert Sampler("cpu", enabled=False).start().stop() is None
+
+
+def test_a_two_gpu_cell_is_priced_and_peaked_for_both_gpus():
+    cells = _cells()
+    cells["gpus"] = [np.nan, 2]
+    gpu = analysis.add_analysis(cells, PRICES, "cpu").iloc[1]
+    assert gpu.price_per_hour == 8.0 and gpu.peak_tflops == pytest.approx(2 * 67.0)
+    assert gpu.mfu == pytest.approx(2.0 / (2 * 67.0))
+    assert gpu.samples_per_usd == pytest.approx(2000 * 3600 / 8.0)

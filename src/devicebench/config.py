@@ -121,6 +121,7 @@ def _check_names(study: dict[str, Any]) -> None:
                     f"config key tasks.{task}.models[{index}]: unknown model {model!r} for task "
                     f"{task}; known: {', '.join(TASKS[task].models)}"
                 )
+        _check_weights(task, settings)
         validate = hook(task, "validate")
         if validate is not None:
             try:
@@ -135,6 +136,37 @@ def _check_names(study: dict[str, Any]) -> None:
             )
         if settings.get("source") == "path" and not settings.get("path"):
             raise ConfigError(f"config key datasets.{name}.path: required when source is 'path'")
+
+
+def _check_weights(task: str, settings: dict[str, Any]) -> None:
+    """`weights: pretrained` needs a local copy of every model of the task, found now."""
+    from devicebench.workloads.pretrained import MissingWeights, locate
+
+    sources = settings.get("pretrained", {})
+    for model in sources:
+        if model not in TASKS[task].models:
+            raise ConfigError(
+                f"config key tasks.{task}.pretrained.{model}: unknown model {model!r} for task "
+                f"{task}; known: {', '.join(TASKS[task].models)}"
+            )
+    if settings.get("weights", "random") != "pretrained":
+        return
+    if hook(task, "PRETRAINED_CLASS") is None:
+        able = [t for t in TASKS if hook(t, "PRETRAINED_CLASS")]
+        raise ConfigError(
+            f"config key tasks.{task}.weights: task {task} has no pretrained weights (its models "
+            f"are built here with random weights); tasks with them: {', '.join(able)}"
+        )
+    for model in settings.get("models", TASKS[task].models):
+        if model not in sources:
+            raise ConfigError(
+                f"config key tasks.{task}.pretrained: no entry for model {model} (weights: "
+                f"pretrained); give pretrained: {{{model}: <save_pretrained folder or hub id>}}"
+            )
+        try:
+            locate(model, sources[model], tokenizer=bool(hook(task, "PRETRAINED_TOKENIZER")))
+        except MissingWeights as error:
+            raise ConfigError(f"config key tasks.{task}.pretrained.{model}: {error}") from None
 
 
 def _check_duplicates(study: dict[str, Any]) -> None:

@@ -99,7 +99,7 @@ def capture(threads: int | None = None) -> dict[str, Any]:
 
         cores, physical = psutil.cpu_count(logical=True), psutil.cpu_count(logical=False)
         memory = psutil.virtual_memory().total
-    except ImportError:  # a bare GPU host (benchmarks/publish_h100.py): the standard library
+    except ImportError:  # a bare host without psutil: the standard library
         cores, physical = os.cpu_count(), None
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     env = {

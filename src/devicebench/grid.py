@@ -16,6 +16,7 @@ from typing import Any
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
 from devicebench.tasks import TASKS, axis_key
+from devicebench.workloads.pretrained import cell_weights
 
 AXES: tuple[str, ...] = (
     "task",
@@ -99,6 +100,8 @@ KNOWN_FLAGS = set(AXES) | {
     "engine",
     *SPARK_SETTINGS,
     "serve",
+    "weights",
+    "pretrained",
 }
 
 
@@ -170,8 +173,9 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                     strict=True,
                 )
             )
+            weights, source = cell_weights(settings, model)  # none for random weights
             for scale, more in _scale_axes(study, mode):
-                cells.append(make_cell(values, dict(extra) | scale, run | more))
+                cells.append(make_cell(values, dict(extra) | weights | scale, run | source | more))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
 

@@ -60,9 +60,13 @@ def add_analysis(
     df = cells.copy()
     targets = targets or {}
     ok = df["status"].eq("ok")
+    # a data-parallel cell occupies (and is priced and peaked for) all of its GPUs
+    gpus = _gpu_count(df)
     df["price_per_hour"] = [
-        price_per_hour(d, t, g, prices)
-        for d, t, g in zip(df["device"], df["threads"], df.get("gpu_name", np.nan), strict=True)
+        price_per_hour(d, t, g, prices) * n
+        for d, t, g, n in zip(
+            df["device"], df["threads"], df.get("gpu_name", np.nan), gpus, strict=True
+        )
     ]
     df["cost_usd"] = (df["price_per_hour"] * df["median_s"] / 3600.0).where(ok)
     per_usd = df["samples_per_s"] * 3600.0 / df["price_per_hour"].replace(0, np.nan)
@@ -74,7 +78,9 @@ def add_analysis(
         device_peak(d, g, p)
         for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), df["precision"], strict=True)
     ]
-    df["peak_tflops"] = [np.nan if p is None else p for p, _ in peaks]
+    df["peak_tflops"] = [
+        np.nan if p is None else p * n for (p, _), n in zip(peaks, gpus, strict=True)
+    ]
     df["peak_source"] = [s or np.nan for _, s in peaks]
     df["achieved_tflops"] = [
         achieved_tflops(f, s) if k else np.nan
@@ -82,6 +88,15 @@ def add_analysis(
     ]
     df["mfu"] = df["achieved_tflops"] / df["peak_tflops"]
     return _relative(df, base)
+
+
+def _gpu_count(df: pd.DataFrame) -> list[int]:
+    """GPUs per cell: the `gpus` axis on CUDA cells (1 where absent), 1 elsewhere."""
+    counts = df["gpus"] if "gpus" in df.columns else pd.Series(np.nan, index=df.index)
+    return [
+        int(n) if str(d) == "cuda" and not pd.isna(n) else 1
+        for d, n in zip(df["device"], counts, strict=True)
+    ]
 
 
 def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:

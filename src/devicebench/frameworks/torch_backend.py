@@ -8,13 +8,13 @@ BCE-with-logits; CIFAR-10 batches are augmented on the device inside the timed l
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.frameworks.torch_device import TorchDevice, timed_batches
 from devicebench.frameworks.torch_models import build_model, make_optimizer
 from devicebench.tasks import TaskSpec
 from devicebench.tasks.inputs import task_arrays
@@ -22,7 +22,7 @@ from devicebench.tasks.inputs import task_arrays
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-class TorchBackend:
+class TorchBackend(TorchDevice):
     """One task's model, optimizer and device-resident data for one cell."""
 
     name = "torch"
@@ -162,24 +162,12 @@ class TorchBackend:
         """Forward `steps` test batches; returns each batch's latency in seconds."""
         model, batch = self.model, self.batch_size
         model.eval()
-        cuda = self.device.type == "cuda"
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
-        latencies = []
-        if cuda:
-            marks[0].record()
-        for step in range(steps):
-            start = time.perf_counter()
+
+        def forward(step: int) -> None:
             with self._autocast():
                 model(self.x_test[step * batch : (step + 1) * batch])
-            if cuda:
-                marks[step + 1].record()
-            else:
-                self.sync()
-                latencies.append(time.perf_counter() - start)
-        self.sync()
-        if cuda:
-            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
-        return latencies
+
+        return timed_batches(self.device, range(steps), forward, self.sync)
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
@@ -196,12 +184,3 @@ class TorchBackend:
             predictions.append((logits > 0).long() if self.binary else logits.argmax(dim=1))
         predicted = torch.cat(predictions).cpu().numpy()
         return predicted, float(total_loss.item() / self.test_samples)
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)

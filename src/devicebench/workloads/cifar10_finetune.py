@@ -1,6 +1,8 @@
 """`cifar10_finetune`: CIFAR-10 fine-tuning of ConvNeXt, ViT, DeiT, ResNet-50 (the PySpark study).
 
-Models are built from transformers configurations at their published sizes with random weights.
+Models are built from transformers configurations at their published sizes with random weights,
+or with ``weights: pretrained`` loaded from a local copy (workloads/pretrained.py), normalized with
+the checkpoint's own image statistics where it saved them (preprocessor_config.json).
 The 32x32 images stay uint8 on the device; each step scales, normalizes and resizes its batch
 to the model's image size (224 for the real models) on the device, inside the timed step, as a
 fine-tuning pipeline feeding an ImageNet model does.
@@ -20,6 +22,10 @@ FIT_LOOP = (
     "model's image size inside the step, AdamW, autocast (+ GradScaler for fp16), "
     "channels_last for convolutional models, no per-step sync; torch.compile when compiled"
 )
+
+# weights: pretrained loads the checkpoint with this class (images need no tokenizer).
+PRETRAINED_CLASS = "AutoModelForImageClassification"
+PRETRAINED_TOKENIZER = False
 
 # name -> (transformers family, configuration keywords, native image size).
 MODELS: dict[str, tuple[str, dict[str, Any], int]] = {
@@ -93,9 +99,35 @@ def patch_size(model: str) -> int | None:
     return int(kwargs.get("patch_size", 16)) if family in ("vit", "deit_distilled") else None
 
 
-def image_size(model: str, value: Any = "native") -> int:
-    """The side a cell resizes to: the model's own for `native`, else the given number."""
-    return MODELS[model][2] if value in (None, "native") else int(value)
+def image_size(model: str, value: Any = "native", source: str | None = None) -> int:
+    """The side a cell resizes to: the model's own for `native` (a pretrained checkpoint's
+    when `source` names one), else the given number."""
+    if value not in (None, "native"):
+        return int(value)
+    if source is not None:
+        from devicebench.workloads import pretrained
+
+        config = pretrained.model_config(pretrained.locate(model, source))
+        return int(config.get("image_size", MODELS[model][2]))
+    return MODELS[model][2]
+
+
+def _source(settings: dict[str, Any], model: str) -> str | None:
+    """The pretrained checkpoint of `model` in task or cell settings, None for random weights."""
+    if settings.get("weights") != "pretrained":
+        return None
+    sources = settings["pretrained"]
+    return str(sources[model] if isinstance(sources, dict) else sources)
+
+
+def _check_pretrained_side(model: str, source: str, index: int, value: Any) -> None:
+    """A pretrained ViT/DeiT takes only its own image size (its position embeddings fix it)."""
+    if patch_size(model) and image_size(model, value, source) != image_size(model, None, source):
+        raise ValueError(
+            f"image_sizes[{index}]: pretrained {model} ({source}) takes "
+            f"{image_size(model, None, source)} px images only (its position embeddings), "
+            f"not {value}; use native"
+        )
 
 
 def validate(task_settings: dict[str, Any]) -> None:
@@ -103,7 +135,10 @@ def validate(task_settings: dict[str, Any]) -> None:
     models = task_settings.get("models", list(SPEC.models))
     for index, value in enumerate(task_settings.get("image_sizes", [])):
         for model in models:
-            side, patch = image_size(model, value), patch_size(model)
+            source = _source(task_settings, model)
+            if source is not None:
+                _check_pretrained_side(model, source, index, value)
+            side, patch = image_size(model, value, source), patch_size(model)
             if patch and side % patch:
                 raise ValueError(
                     f"image_sizes[{index}]: {model} needs an image side divisible by its "
@@ -165,16 +200,29 @@ def is_convolutional(model: str) -> bool:
     return patch_size(model) is None
 
 
-def resize_step(side: int):
+def normalization(model: str, source: str | None) -> tuple[tuple, tuple]:
+    """(mean, std) of a pretrained checkpoint's image processor, ImageNet's otherwise."""
+    if source is None:
+        return MEAN, STD
+    import json
+
+    from devicebench.workloads import pretrained
+
+    path = pretrained.locate(model, source) / "preprocessor_config.json"
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    return tuple(saved.get("image_mean", MEAN)), tuple(saved.get("image_std", STD))
+
+
+def resize_step(side: int, mean: tuple = MEAN, std: tuple = STD):
     """The on-device batch preparation: uint8 NCHW -> normalized float at `side` x `side`."""
     import torch
     import torch.nn.functional as F
 
     def prepare(batch: dict[str, Any]) -> dict[str, Any]:
         x = batch.pop("images")
-        mean = torch.tensor(MEAN, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(STD, device=x.device).view(1, 3, 1, 1)
-        x = (x.float() / 255.0 - mean) / std
+        mean_ = torch.tensor(mean, device=x.device).view(1, 3, 1, 1)
+        std_ = torch.tensor(std, device=x.device).view(1, 3, 1, 1)
+        x = (x.float() / 255.0 - mean_) / std_
         if x.shape[-1] != side:
             x = F.interpolate(x, size=(side, side), mode="bilinear", align_corners=False)
         batch["pixel_values"] = x
@@ -184,26 +232,32 @@ def resize_step(side: int):
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: Any):
-    from devicebench.workloads.transformer_backend import TransformerBackend
+    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
 
     model = settings["model"]
-    side = image_size(model, settings.get("image_size"))
+    source = _source(settings, model)
+    side = image_size(model, settings.get("image_size"), source)
     data = {
         "train": {"images": dataset.x_train, "labels": dataset.y_train.astype("int64")},
         "test": {"images": dataset.x_test, "labels": dataset.y_test.astype("int64")},
     }
 
-    def build(seed: int):
-        return build_model(model, seed, side, int(dataset.num_classes))
-
+    classes = int(dataset.num_classes)
+    build, weights = weights_builder(
+        settings, PRETRAINED_CLASS, classes, lambda seed: build_model(model, seed, side, classes)
+    )
+    mean, std = normalization(model, source)
+    if source is not None:
+        weights["normalization"] = {"mean": list(mean), "std": list(std)}
     return TransformerBackend(
         spec,
         settings,
         data,
         build,
-        resize_step(side),
+        resize_step(side, mean, std),
         FIT_LOOP,
         channels_last=is_convolutional(model) and settings["device"] != "cpu",
+        weights=weights,
     )
 
 
@@ -211,9 +265,14 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one image at the cell's image size (the resize is not counted)."""
     import torch
 
+    from devicebench.workloads.pretrained import architecture
     from devicebench.workloads.transformer_backend import count_flops
 
     model = str(settings["model"])
-    side = image_size(model, settings.get("image_size"))
-    net = build_model(model, 0, side)
+    source = _source(settings, model)
+    side = image_size(model, settings.get("image_size"), source)
+    if source is not None:  # the checkpoint's own architecture
+        net = architecture(PRETRAINED_CLASS, model, source, SPEC.num_classes)
+    else:
+        net = build_model(model, 0, side)
     return count_flops(net, {"pixel_values": torch.zeros(1, 3, side, side)}, mode)

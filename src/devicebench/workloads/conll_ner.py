@@ -47,10 +47,30 @@ SPEC = TaskSpec(
     options={"max_positions": 512, "max_pieces": 128, "max_chars": 20},
     axes={"embedding": ("live", "cached"), "train_fraction": (1.0, 0.5, 0.1)},
 )
+# weights: pretrained loads a BERT checkpoint (this class for bert_tokencls, its encoder for
+# bilstm_cnn_bert's frozen embeddings) and its own tokenizer beside it.
+PRETRAINED_CLASS = "AutoModelForTokenClassification"
+PRETRAINED_TOKENIZER = True
 TOKENIZER = "wordpiece-cased.json"
 # FLOPs are counted at a representative sentence (CoNLL-2003's mean is 14.5 words): 16 words,
 # 24 word pieces with [CLS] and [SEP], 8 characters per word.
 FLOP_WORDS, FLOP_PIECES, FLOP_CHARS = 16, 24, 8
+
+
+def validate(task_settings: dict[str, Any]) -> None:
+    """Pretrained checkpoints must be BERTs: both models are built around BERT's classes."""
+    if task_settings.get("weights") != "pretrained":
+        return
+    from devicebench.workloads import pretrained
+
+    for model in task_settings.get("models", list(SPEC.models)):
+        source = task_settings["pretrained"][model]
+        kind = pretrained.model_config(pretrained.locate(model, source)).get("model_type")
+        if kind != "bert":
+            raise ValueError(
+                f"pretrained.{model}: {source} holds a {kind!r} model; conll_ner's models are "
+                "built around BERT, so the checkpoint must be a BERT (model_type 'bert')"
+            )
 
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
@@ -121,7 +141,14 @@ def load_data(settings: dict[str, Any]) -> NerData:
     keep = max(1, round(fraction * len(train)))
     chosen = np.random.default_rng(int(settings["seed"])).permutation(len(train))[:keep]
     train = [train[i] for i in sorted(chosen)]
-    tokenizer = wordpiece.load(prepare_data(Path(settings["data"]).parent))
+    vocab_size = wordpiece.BERT_VOCAB
+    if settings.get("weights") == "pretrained":  # the checkpoint's own WordPiece
+        from devicebench.workloads import pretrained
+
+        tokenizer = pretrained.load_tokenizer(settings["model"], settings["pretrained"])
+        tokenizer, vocab_size = tokenizer.backend_tokenizer, len(tokenizer)
+    else:
+        tokenizer = wordpiece.load(prepare_data(Path(settings["data"]).parent))
     options = {
         "max_len": int(SPEC.option("max_pieces")),
         "max_chars": int(SPEC.option("max_chars")),
@@ -137,7 +164,7 @@ def load_data(settings: dict[str, Any]) -> NerData:
         test_sentences=test,
         num_labels=len(conll.LABELS),
         num_chars=len(chars) + 2,
-        vocab_size=wordpiece.BERT_VOCAB,
+        vocab_size=vocab_size,
         name=data.name,
         source=data.source,
         synthetic=data.synthetic,
@@ -162,8 +189,13 @@ def quality(dataset: NerData, predicted: np.ndarray, loss: float) -> dict[str, f
 def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """FLOPs of one representative sentence: train = forward + backward (the frozen BERT of a
     live bilstm_cnn_bert forward only, a cached one none), infer = forward."""
+    from devicebench.data.conll import LABELS
+    from devicebench.workloads import pretrained
     from devicebench.workloads.ner_backend import count_flops
 
+    config = None
+    if settings.get("weights") == "pretrained":  # the checkpoint's own BERT
+        config = pretrained.load_config(str(settings["model"]), settings["pretrained"], len(LABELS))
     return count_flops(
         str(settings["model"]),
         str(settings.get("embedding", "live")),
@@ -171,4 +203,5 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
         words=FLOP_WORDS,
         pieces=FLOP_PIECES,
         chars=FLOP_CHARS,
+        config=config,
     )

@@ -5,7 +5,8 @@ longest sentence (dynamic padding, as NER pipelines do): the lengths are read fr
 indexed by a host-side shuffle, so no step waits on the device. ``embeddings: live`` runs the frozen
 BERT inside every step (the Spark NLP pipeline); ``cached`` computes every sentence's word
 embeddings once, untimed, and trains the tagger on them. The frozen BERT is built from the
-study's seed alone, so live and cached cells embed with the same weights.
+study's seed alone, so live and cached cells embed with the same weights. With ``weights:
+pretrained`` the BERT (frozen, or fine-tuned whole with a fresh head) is the checkpoint's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.frameworks.torch_device import TorchDevice, timed_batches
 from devicebench.workloads import ner_models
 from devicebench.workloads.ner_inputs import IGNORE, NerArrays
 
@@ -39,7 +41,14 @@ def build_trained(architecture: str, config: Any, num_chars: int, seed: int) -> 
 
 
 def count_flops(
-    model: str, embedding: str, mode: str, *, words: int, pieces: int, chars: int
+    model: str,
+    embedding: str,
+    mode: str,
+    *,
+    words: int,
+    pieces: int,
+    chars: int,
+    config: Any = None,
 ) -> float:
     """FLOPs per sentence of `model` at one sentence shape (torch.utils.flop_counter, on CPU).
 
@@ -53,9 +62,10 @@ def count_flops(
     from devicebench.data.wordpiece import BERT_VOCAB
 
     architecture, size = ner_models.model_spec(model)
-    config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
+    if config is None:  # a pretrained checkpoint passes its own
+        config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
     count, num_chars = 2, 100
-    ids = torch.randint(5, BERT_VOCAB, (count, pieces))
+    ids = torch.randint(5, config.vocab_size, (count, pieces))
     mask = torch.ones(count, pieces, dtype=torch.int64)
     starts = torch.arange(1, words + 1).repeat(count, 1)
     spelled = torch.randint(2, num_chars, (count, words, chars))
@@ -96,7 +106,7 @@ class _Split:
         self.cache: torch.Tensor | None = None  # word embeddings, embeddings: cached
 
 
-class NerBackend:
+class NerBackend(TorchDevice):
     """A conll_ner model, its optimizer and both splits on the device, for one cell."""
 
     name = "torch"
@@ -118,9 +128,16 @@ class NerBackend:
             torch.backends.cudnn.allow_tf32 = True
         self.num_labels = dataset.num_labels
         self.num_chars = dataset.num_chars
-        self.config = ner_models.bert_config(
-            self.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
-        )
+        self.weights: dict[str, Any] = {"weights": "random"}
+        self.source = settings["pretrained"] if settings.get("weights") == "pretrained" else None
+        if self.source is not None:
+            from devicebench.workloads import pretrained
+
+            self.config = pretrained.load_config(settings["model"], self.source, self.num_labels)
+        else:
+            self.config = ner_models.bert_config(
+                self.size, dataset.vocab_size, self.num_labels, int(spec.option("max_positions"))
+            )
         self.train = _Split(dataset.train, self.device)
         self.test = _Split(dataset.test, self.device)
         self.host_generator = torch.Generator()
@@ -132,7 +149,12 @@ class NerBackend:
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         if self.architecture == "bilstm_cnn_bert":
-            self.encoder = build_encoder(self.config, int(settings["seed"])).to(self.device)
+            if self.source is not None:
+                bert = self._load("AutoModel", int(settings["seed"]), add_pooling_layer=False)
+                self.encoder = ner_models.FrozenBertEmbeddings(self.config, bert)
+            else:
+                self.encoder = build_encoder(self.config, int(settings["seed"]))
+            self.encoder.to(self.device)
             if self.embeddings == "cached":
                 start = time.perf_counter()
                 for split in (self.train, self.test):
@@ -158,6 +180,7 @@ class NerBackend:
             "embedding": self.embeddings if self.encoder is not None else "fine-tuned",
             "vocab_size": self.config.vocab_size,
             "max_pieces": int(self.train.tensors["input_ids"].shape[1]),
+            **self.weights,
         }
         if self.encoder is not None:
             info["frozen_bert_parameters"] = sum(p.numel() for p in self.encoder.parameters())
@@ -195,9 +218,23 @@ class NerBackend:
                 parts.append(self.encoder(*batch["pieces"]).float())
         return torch.cat(parts)
 
+    def _load(self, auto_class: str, seed: int, **options: Any) -> torch.nn.Module:
+        """The checkpoint's BERT (weights: pretrained); the record learns what was loaded."""
+        from devicebench.workloads import pretrained
+
+        net, info = pretrained.load_model(
+            auto_class, self.settings["model"], self.source, self.num_labels, seed, **options
+        )
+        self.weights = info
+        return net
+
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer from `seed`; the frozen BERT stays as it is."""
-        self.model = build_trained(self.architecture, self.config, self.num_chars, seed)
+        if self.source is not None and self.architecture == "bert_tokencls":
+            bert = self._load("AutoModelForTokenClassification", seed)
+            self.model = ner_models.BertTokenClassifier(self.config, bert)
+        else:
+            self.model = build_trained(self.architecture, self.config, self.num_chars, seed)
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=float(self.settings["learning_rate"])
@@ -281,24 +318,12 @@ class NerBackend:
     def infer_batches(self, steps: int) -> list[float]:
         """Forward `steps` test batches in order; each batch's latency in seconds."""
         self.model.eval()
-        cuda = self.device.type == "cuda"
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
-        latencies = []
-        if cuda:
-            marks[0].record()
-        for i, batch in enumerate(self._test_batches(steps)):
-            start = time.perf_counter()
+
+        def forward(batch) -> None:
             with self._autocast():
                 self._logits(self.test, batch)
-            if cuda:
-                marks[i + 1].record()
-            else:
-                self.sync()
-                latencies.append(time.perf_counter() - start)
-        self.sync()
-        if cuda:
-            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
-        return latencies
+
+        return timed_batches(self.device, self._test_batches(steps), forward, self.sync)
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
@@ -318,12 +343,3 @@ class NerBackend:
             rows = batch["index"].cpu()
             predicted[rows, : logits.shape[1]] = logits.argmax(-1).cpu()
         return predicted.numpy(), float(total.item() / count)
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)

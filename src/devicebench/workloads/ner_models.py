@@ -1,4 +1,5 @@
-"""The conll_ner models in torch, built from configurations with random weights (no download).
+"""The conll_ner models in torch, built from configurations with random weights (no download), or
+around a pretrained BERT that ner_backend loads (``weights: pretrained``).
 
 ``bert_tokencls``: transformers' BertForTokenClassification, the whole model fine-tuned.
 ``bilstm_cnn_bert``: Spark NLP's NerDL architecture: each word's BERT embedding (its first word
@@ -55,11 +56,11 @@ def bert_config(size: str, vocab_size: int, num_labels: int, max_positions: int 
 class BertTokenClassifier(nn.Module):
     """BertForTokenClassification returning logits [B, L, labels]."""
 
-    def __init__(self, config) -> None:
+    def __init__(self, config, bert: nn.Module | None = None) -> None:
         super().__init__()
         from transformers import BertForTokenClassification
 
-        self.bert = BertForTokenClassification(config)
+        self.bert = bert if bert is not None else BertForTokenClassification(config)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.bert(input_ids=input_ids, attention_mask=attention_mask).logits
@@ -68,11 +69,11 @@ class BertTokenClassifier(nn.Module):
 class FrozenBertEmbeddings(nn.Module):
     """Word embeddings from a BERT that is never trained: each word's first piece's last state."""
 
-    def __init__(self, config) -> None:
+    def __init__(self, config, bert: nn.Module | None = None) -> None:
         super().__init__()
         from transformers import BertModel
 
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self.bert = bert if bert is not None else BertModel(config, add_pooling_layer=False)
         self.bert.requires_grad_(False)
         self.bert.eval()
 

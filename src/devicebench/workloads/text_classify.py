@@ -1,10 +1,11 @@
-"""`text_classify`: IMDb sentiment with BERT-family sequence classifiers (random weights).
+"""`text_classify`: IMDb sentiment with BERT-family sequence classifiers.
 
 The models are built from transformers configurations at their published sizes with random
 weights (offline; speed does not depend on the weights). The tokenizer is a WordPiece trained with
 `tokenizers` on the dataset's own training text when the data is prepared (deterministic, cached
 next to the dataset's manifest under results/data). Each review becomes ``[CLS] tokens [SEP]``
-cut to the cell's ``seq_len`` and padded, with an attention mask.
+cut to the cell's ``seq_len`` and padded, with an attention mask. With ``weights: pretrained``
+the model and its own tokenizer come from a local copy instead (workloads/pretrained.py).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ SPEC = TaskSpec(
     axes={"seq_len": (128, 512), "compile": ("eager", "compiled")},
 )
 
+# weights: pretrained loads the checkpoint with this class, and its own tokenizer beside it.
+PRETRAINED_CLASS = "AutoModelForSequenceClassification"
+PRETRAINED_TOKENIZER = True
+
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4: [PAD] is 0
 FIT_LOOP = (
     "hand-written loop over transformers sequence classifiers: shuffled index gather of token "
@@ -74,14 +79,26 @@ def max_positions(model: str) -> int:
     return positions - 2 if family == "roberta" else positions
 
 
+def pretrained_positions(model: str, source: str) -> int:
+    """Longest sequence a pretrained checkpoint's position embeddings cover."""
+    from devicebench.workloads import pretrained
+
+    config = pretrained.model_config(pretrained.locate(model, source))
+    positions = int(config.get("max_position_embeddings", 512))
+    return positions - 2 if config.get("model_type") == "roberta" else positions
+
+
 def validate(task_settings: dict[str, Any]) -> None:
     """A seq_len above a model's positions is an error before any cell runs."""
     models = task_settings.get("models", list(SPEC.models))
-    for index, value in enumerate(task_settings.get("seq_lens", [])):
-        for model in models:
-            if int(value) > max_positions(model):
+    for model in models:
+        positions = max_positions(model)
+        if task_settings.get("weights") == "pretrained":  # sources located by the config check
+            positions = pretrained_positions(model, task_settings["pretrained"][model])
+        for index, value in enumerate(task_settings.get("seq_lens", [])):
+            if int(value) > positions:
                 raise ValueError(
-                    f"seq_lens[{index}]: {value} is above {model}'s {max_positions(model)} "
+                    f"seq_lens[{index}]: {value} is above {model}'s {positions} "
                     "positions; use a shorter seq_len or drop that model"
                 )
 
@@ -196,21 +213,38 @@ def encode(tokenizer: Any, texts: list[str], seq_len: int) -> dict[str, np.ndarr
     }
 
 
+def encode_pretrained(tokenizer: Any, texts: list[str], seq_len: int) -> dict[str, np.ndarray]:
+    """A checkpoint's own tokenizer: its special tokens and padding, cut to seq_len."""
+    encoded = tokenizer(
+        texts, truncation=True, max_length=seq_len, padding="max_length", return_tensors="np"
+    )
+    return {key: encoded[key].astype(np.int64) for key in ("input_ids", "attention_mask")}
+
+
 def load_data(settings: dict[str, Any]) -> TextData:
-    """The cell's reviews tokenized to its seq_len; the first N of each split as configured."""
+    """The cell's reviews tokenized to its seq_len; the first N of each split as configured.
+
+    Random weights: the WordPiece trained on the data; pretrained: the checkpoint's tokenizer.
+    """
     from tokenizers import Tokenizer
 
     from devicebench.data import verify_manifest
+    from devicebench.workloads import pretrained
 
     manifest = Path(settings["data"])
     info = verify_manifest(manifest)
-    tokenizer = Tokenizer.from_file(str(prepare_data(manifest.parent)))
+    if pretrained.is_pretrained(settings):
+        tokenizer = pretrained.load_tokenizer(settings["model"], settings["pretrained"])
+        tokenize = encode_pretrained
+    else:
+        tokenizer = Tokenizer.from_file(str(prepare_data(manifest.parent)))
+        tokenize = encode
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     splits = {}
     for split, (texts, labels) in _reviews(manifest.parent).items():
         wanted = settings.get(f"{split}_samples") or info[f"{split}_samples"]
         n = min(int(wanted), len(texts))
-        splits[split] = encode(tokenizer, texts[:n], seq_len) | {"labels": labels[:n]}
+        splits[split] = tokenize(tokenizer, texts[:n], seq_len) | {"labels": labels[:n]}
     return TextData(splits, 2, info["dataset"], info["source"], bool(info["synthetic"]))
 
 
@@ -241,22 +275,28 @@ def build_model(model: str, seed: int, **overrides: Any):
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: TextData):
-    from devicebench.workloads.transformer_backend import TransformerBackend
+    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
 
-    def build(seed: int):
-        return build_model(settings["model"], seed)
-
-    return TransformerBackend(spec, settings, dataset.splits, build, lambda b: b, FIT_LOOP)
+    build, weights = weights_builder(
+        settings, PRETRAINED_CLASS, 2, lambda seed: build_model(settings["model"], seed)
+    )
+    return TransformerBackend(
+        spec, settings, dataset.splits, build, lambda b: b, FIT_LOOP, weights=weights
+    )
 
 
 def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
+    from devicebench.workloads.pretrained import architecture
     from devicebench.workloads.transformer_backend import count_flops
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
-    model = build_model(str(settings["model"]), 0)
+    if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
+        model = architecture(PRETRAINED_CLASS, str(settings["model"]), settings["pretrained"], 2)
+    else:
+        model = build_model(str(settings["model"]), 0)
     inputs = {
         "input_ids": torch.full((1, seq_len), len(SPECIALS), dtype=torch.long),
         "attention_mask": torch.ones(1, seq_len, dtype=torch.long),

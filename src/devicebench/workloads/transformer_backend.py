@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.frameworks.torch_device import TorchDevice, timed_batches
 from devicebench.tasks import TaskSpec
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -39,7 +40,7 @@ def set_matmul_precision(precision: str) -> None:
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
 
-class TransformerBackend:
+class TransformerBackend(TorchDevice):
     """One model, its AdamW optimizer and device-resident data for one cell.
 
     ``build(seed)`` returns a fresh CPU model whose forward takes the tensors ``prepare`` returns
@@ -58,8 +59,10 @@ class TransformerBackend:
         prepare: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]],
         fit_loop: str,
         channels_last: bool = False,
+        weights: dict[str, Any] | None = None,
     ) -> None:
         self.spec, self.settings = spec, settings
+        self.weights = weights if weights is not None else {"weights": "random"}
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
         self.build, self.prepare, self.fit_loop = build, prepare, fit_loop
@@ -85,6 +88,7 @@ class TransformerBackend:
             "compile": "compiled" if self.compiled else "eager",
             "precision_math": self.precision,
             "architecture": type(getattr(self.module, "model", self.module)).__name__,
+            **self.weights,
         }
         if self.compiled:
             info["compile_s"] = self.compile_s
@@ -184,22 +188,12 @@ class TransformerBackend:
         batch = self.batch_size
         if self.compiled and "infer" not in self.compile_s:
             self._first_compiled("infer", lambda: self._forward(self.test, 0, self.model))
-        cuda = self.device.type == "cuda"
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)] if cuda else []
-        latencies = []
-        if cuda:
-            marks[0].record()
-        for step in range(steps):
-            start = time.perf_counter()
-            self._forward(self.test, step * batch, self.model)
-            if cuda:
-                marks[step + 1].record()
-            else:
-                latencies.append(time.perf_counter() - start)
-        self.sync()
-        if cuda:
-            latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
-        return latencies
+        return timed_batches(
+            self.device,
+            range(steps),
+            lambda step: self._forward(self.test, step * batch, self.model),
+            self.sync,
+        )
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
@@ -213,15 +207,6 @@ class TransformerBackend:
             predictions.append(logits.argmax(dim=1))
         predicted = torch.cat(predictions).cpu().numpy()
         return predicted, float(total.item() / self.test_samples)
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)
 
 
 def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
@@ -239,6 +224,34 @@ def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: s
         with torch.no_grad(), counter:
             model(**inputs)
     return counter.get_total_flops() / samples
+
+
+def weights_builder(
+    settings: dict[str, Any],
+    auto_class: str,
+    num_labels: int,
+    random: Callable[[int], torch.nn.Module],
+) -> tuple[Callable[[int], torch.nn.Module], dict[str, Any]]:
+    """The cell's model builder and the record's words on its weights.
+
+    Random weights: `random` as given. ``weights: pretrained``: the checkpoint of
+    ``settings["pretrained"]`` loaded afresh for every repetition (its `num_labels` head built
+    from the repetition's seed); the dict fills in on the first load.
+    """
+    if settings.get("weights", "random") != "pretrained":
+        return random, {"weights": "random"}
+    from devicebench.workloads.pretrained import load_model
+
+    info: dict[str, Any] = {"weights": settings["pretrained"]}
+
+    def build(seed: int) -> torch.nn.Module:
+        net, loaded = load_model(
+            auto_class, str(settings["model"]), str(settings["pretrained"]), num_labels, seed
+        )
+        info.update(loaded)
+        return Logits(net)
+
+    return build, info
 
 
 class Logits(torch.nn.Module):

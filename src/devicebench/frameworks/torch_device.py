@@ -1,0 +1,52 @@
+"""What every torch backend does alike on its device: time inference batches, report peak memory,
+recognise an out-of-memory error. One place, so the classic and transformer cells time alike."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import torch
+
+
+def timed_batches(
+    device: torch.device, batches: Iterable, forward: Callable, sync: Callable[[], None]
+) -> list[float]:
+    """Run `forward(batch)` for each batch; each one's latency in seconds.
+
+    On a GPU, CUDA events between batches (no host sync inside the loop); on a CPU, the host
+    clock around each batch, synchronised.
+    """
+    cuda = device.type == "cuda"
+    marks = [torch.cuda.Event(enable_timing=True)] if cuda else []
+    latencies = []
+    if cuda:
+        marks[0].record()
+    for batch in batches:
+        start = time.perf_counter()
+        forward(batch)
+        if cuda:
+            marks.append(torch.cuda.Event(enable_timing=True))
+            marks[-1].record()
+        else:
+            sync()
+            latencies.append(time.perf_counter() - start)
+    sync()
+    if cuda:
+        latencies = [a.elapsed_time(b) / 1000.0 for a, b in zip(marks, marks[1:], strict=False)]
+    return latencies
+
+
+class TorchDevice:
+    """Mixin of a backend with a `device` attribute: peak memory and out-of-memory errors."""
+
+    device: torch.device
+
+    def peak_device_memory_mb(self) -> float | None:
+        if self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device) / 2**20
+        return None
+
+    @staticmethod
+    def is_oom(error: BaseException) -> bool:
+        return isinstance(error, torch.OutOfMemoryError | MemoryError)
