@@ -6,7 +6,8 @@ deploys N replicas of the classifier behind Serve's HTTP proxy on 127.0.0.1 at a
 that port to --port-file once every replica answers, and serves until SIGTERM, when it shuts
 Serve and its local Ray down. Each replica batches with ``@serve.batch`` (at most --max-batch
 images, waiting at most --batch-wait-ms) and reports the batch sizes it formed to one stats actor,
-so GET /stats sums them over every replica, including replicas that died and were replaced.
+so GET /stats sums them over every replica, including replicas that died and were replaced (its
+peak_rss_mb is the sum of the replicas' peaks).
 """
 
 import argparse
@@ -248,7 +249,9 @@ def shutdown(args: argparse.Namespace) -> None:
 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut this short
     try:
-        serve.shutdown() if (serve := sys.modules.get("ray.serve")) else None
+        from ray import serve
+
+        serve.shutdown()
     finally:
         ray.shutdown()
 
