@@ -74,6 +74,7 @@ CHART_NAMES = [
     "top_ops",
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
+    "serve_replica_scaling",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

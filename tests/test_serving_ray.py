@@ -200,6 +200,7 @@ def serve_cell(tmp_path, replicas: int) -> dict:
 
 def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
     from devicebench.aggregate.serving import serving_table
+    from devicebench.aggregate.serving_charts import replica_scaling
 
     records = {n: serve_cell(tmp_path, n) for n in (1, 2)}
     for n, record in records.items():
@@ -214,6 +215,9 @@ def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_pa
     one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
     assert by_replicas.loc[1, "replica_scaling_efficiency"] == pytest.approx(1.0)
     assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
+    chart = replica_scaling(table).to_dict()  # the write-up's chart plots both cells
+    plotted = sorted((row["replicas"], row["requests_per_s"]) for row in chart["data"]["values"])
+    assert plotted == [(1, pytest.approx(one)), (2, pytest.approx(two))]
 
 
 def test_a_uvicorn_cell_with_replicas_is_an_error_naming_ray_serve(tmp_path):

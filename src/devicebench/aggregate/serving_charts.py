@@ -1,4 +1,5 @@
-"""The serving charts: throughput against concurrent clients, and latency percentiles per cell."""
+"""The serving charts: throughput against concurrent clients and against Ray Serve replicas, and
+latency percentiles per cell."""
 
 from __future__ import annotations
 
@@ -80,5 +81,43 @@ def latency_percentiles(serving: pd.DataFrame) -> alt.TopLevelMixin:
             tooltip=["cell:N", "percentile:N", "latency_ms:Q"],
         )
         .properties(width=420)
+    )
+    return chart.properties(title=title)
+
+
+def replica_scaling(serving: pd.DataFrame) -> alt.TopLevelMixin:
+    """Requests per second against Ray Serve replicas, with the scaling efficiency in the tooltip
+    (throughput at N replicas / (N x throughput at 1))."""
+    title = "Serving throughput vs replicas (ray-serve, closed-loop pool)"
+    df = _ok(serving)
+    if not df.empty:
+        df = df[df["server"].astype(str).eq("ray-serve")].copy()
+    if df.empty:
+        return _empty(title, ["no ray-serve cell finished ok"])
+    if "replica_scaling_efficiency" not in df:
+        df["replica_scaling_efficiency"] = None
+    df["line"] = (
+        df[["framework", "precision", "batch_size", "clients"]].astype(str).agg(" · ".join, axis=1)
+    )
+    cols = [*IDENTITY, "clients", "line", "requests_per_s", "replica_scaling_efficiency"]
+    chart = (
+        alt.Chart(_data(df, cols))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("replicas:Q", title="replicas", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("requests_per_s:Q", title="requests/s"),
+            color=alt.Color("device_label:N", title="device"),
+            strokeDash=alt.StrokeDash("line:N", title="framework · precision · batch · clients"),
+            detail="line:N",
+            tooltip=[
+                *(f"{c}:N" for c in IDENTITY),
+                "clients:Q",
+                "requests_per_s:Q",
+                alt.Tooltip("replica_scaling_efficiency:Q", format=".2f"),
+            ],
+        )
+        .properties(width=360, height=220)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
     )
     return chart.properties(title=title)

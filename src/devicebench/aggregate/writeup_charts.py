@@ -40,6 +40,7 @@ CHART_NAMES = [
     "top_ops",
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
+    "serve_replica_scaling",
 ]
 
 
@@ -171,6 +172,7 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "top_ops": top_ops(tables["profile_ops"]),
         "serve_throughput_vs_clients": serving_charts.throughput_vs_clients(serving),
         "serve_latency_percentiles": serving_charts.latency_percentiles(serving),
+        "serve_replica_scaling": serving_charts.replica_scaling(serving),
     }
 
 
