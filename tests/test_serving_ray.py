@@ -201,6 +201,7 @@ def serve_cell(tmp_path, replicas: int) -> dict:
 def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
     from devicebench.aggregate.serving import serving_table
     from devicebench.aggregate.serving_charts import replica_scaling
+    from devicebench.report.findings import serving as serving_findings
 
     records = {n: serve_cell(tmp_path, n) for n in (1, 2)}
     for n, record in records.items():
@@ -218,6 +219,9 @@ def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_pa
     chart = replica_scaling(table).to_dict()  # the write-up's chart plots both cells
     plotted = sorted((row["replicas"], row["requests_per_s"]) for row in chart["data"]["values"])
     assert plotted == [(1, pytest.approx(one)), (2, pytest.approx(two))]
+    lines = serving_findings(table, "serve_image")
+    [finding] = [line for line in lines if "replica scaling" in line]
+    assert f"{two / (2 * one):.2f} at 2 replicas" in finding, finding
 
 
 def test_a_uvicorn_cell_with_replicas_is_an_error_naming_ray_serve(tmp_path):

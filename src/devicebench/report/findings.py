@@ -255,4 +255,20 @@ def serving(table: pd.DataFrame, task: str) -> list[str]:
             )
     if not done.empty and not (gpus and cpus):
         out.append("No serve cell pair of CPU and GPU yet: requests per dollar compare no devices.")
+    return out + replica_scaling(done)
+
+
+def replica_scaling(done: pd.DataFrame) -> list[str]:
+    """How close Ray Serve's replicas come to linear scaling, per model and device."""
+    if "replica_scaling_efficiency" not in done:
+        return []
+    scaled = done[done["replicas"].gt(1) & done["replica_scaling_efficiency"].notna()]
+    out = []
+    for (model, device), rows in scaled.groupby(["model", "device_label"], sort=True):
+        means = rows.groupby("replicas")["replica_scaling_efficiency"].mean()
+        parts = ", ".join(f"{value:.2f} at {int(n)} replicas" for n, value in means.items())
+        out.append(
+            f"{model} on {device}, ray-serve: replica scaling efficiency {parts} (requests/s at "
+            "N replicas / (N x at 1 replica), mean over the client counts; 1.00 is linear)."
+        )
     return out
