@@ -29,6 +29,13 @@ def test_only_what_the_user_lists_runs_and_the_default_fills_the_rest():
     assert study["min_repetition_s"] == DEFAULT["min_repetition_s"]
 
 
+def test_an_empty_mapping_clears_the_defaults():
+    default = {"target_accuracy": {"mnist_mlp": 0.9}, "prices": {"cpu": 1.0}}
+    study = combine_configs(default, [{"target_accuracy": {}, "prices": {"cuda": 2.0}}])
+    assert study["target_accuracy"] == {}
+    assert study["prices"] == {"cpu": 1.0, "cuda": 2.0}
+
+
 def test_later_files_and_command_line_values_win():
     second = {"tasks": {"mnist_cnn": {"epochs": 3}}, "repetitions": 5}
     study = combine_configs(DEFAULT, [USER, second], {"seed": 9})

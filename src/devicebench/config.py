@@ -210,10 +210,11 @@ SELECTING_KEYS = ("tasks", "frameworks", "devices", "precisions", "modes", "batc
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """`update` over `base`, mappings merged key by key, anything else replaced."""
+    """`update` over `base`, mappings merged key by key, anything else replaced; an empty
+    mapping in `update` clears (`target_accuracy: {}` means no targets, not the default's)."""
     out = copy.deepcopy(base)
     for key, value in update.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)

@@ -88,6 +88,16 @@ def hook(task: str, name: str) -> Any:
     return getattr(module, name, None) if module else None
 
 
+def keras_skip_reason(task: str, settings: dict[str, Any], why: str = "") -> str | None:
+    """Why a Keras cell of a transformers-only workload is recorded skipped; None for torch."""
+    if settings["framework"] == "torch":
+        return None
+    return (
+        f"{task} {settings['model']} runs on torch (transformers) only: no Keras port with "
+        f"parameter parity is built for it{why}"
+    )
+
+
 # Last, so that importing a workload module first (it imports devicebench.tasks for TaskSpec)
 # finds this package complete when devicebench.tasks registers the workloads' specs.
 import devicebench.tasks  # noqa: E402, F401

@@ -153,12 +153,9 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped: this workload runs through transformers (torch) only."""
-    if settings["framework"] != "torch":
-        return (
-            f"cifar10_finetune {settings['model']} runs on torch (transformers) only: no Keras "
-            "port with parameter parity is built for it"
-        )
-    return None
+    from devicebench.workloads import keras_skip_reason
+
+    return keras_skip_reason("cifar10_finetune", settings)
 
 
 def build_model(

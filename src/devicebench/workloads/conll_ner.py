@@ -75,11 +75,10 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras has no port of these models here; cached embeddings need a frozen BERT."""
-    if settings["framework"] != "torch":
-        return (
-            f"conll_ner {settings['model']} runs on torch (transformers) only: no Keras port "
-            "with parameter parity is built for it"
-        )
+    from devicebench.workloads import keras_skip_reason
+
+    if reason := keras_skip_reason("conll_ner", settings):
+        return reason
     architecture = MODELS[settings["model"]][0]
     if settings.get("embedding", "live") == "cached" and architecture != "bilstm_cnn_bert":
         return (

@@ -105,12 +105,9 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped: this workload runs through transformers (torch) only."""
-    if settings["framework"] != "torch":
-        return (
-            f"text_classify {settings['model']} runs on torch (transformers) only: no Keras "
-            "port with parameter parity is built for it (keras-hub's BERT presets differ)"
-        )
-    return None
+    from devicebench.workloads import keras_skip_reason
+
+    return keras_skip_reason("text_classify", settings, " (keras-hub's BERT presets differ)")
 
 
 def tokenizer_path(data_dir: Path, vocab_size: int | None = None) -> Path:
