@@ -207,21 +207,26 @@ def bind(host: str, port: int) -> tuple[socket.socket, str]:
     return sock, note
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every scoring server takes (this one and the Ray Serve one)."""
     parser.add_argument("--framework", default="torch")
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
-    parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     parser.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--port-file", type=Path, required=True, help="written once serving")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_server_arguments(parser)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
+    parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     return parser.parse_args(argv)
 
 

@@ -21,13 +21,12 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from fastapi import HTTPException, Request
 
-from devicebench.serving.app import read_image
+from devicebench.serving.app import add_server_arguments, read_image
 
 APP_NAME = "devicebench"
 
@@ -168,21 +167,11 @@ def free_port(host: str, port: int) -> tuple[int, str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--framework", default="torch")
-    parser.add_argument("--model", default="mobilenetv2")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--precision", default="fp32")
+    add_server_arguments(parser)
     parser.add_argument("--threads", type=int, default=1, help="CPUs of all replicas together")
     parser.add_argument("--replicas", type=int, default=1)
-    parser.add_argument("--image-size", type=int, default=224)
-    parser.add_argument("--max-batch", type=int, default=8)
-    parser.add_argument("--batch-wait-ms", type=float, default=5.0)
-    parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
-    parser.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
-    parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--ray-address", default="", help="a Ray cluster to join (default: local)")
     parser.add_argument("--object-store-mb", type=int, default=256)
-    parser.add_argument("--port-file", type=Path, required=True, help="written once serving")
     args = parser.parse_args(argv)
     if args.replicas < 1 or args.threads < 1:
         parser.error("--replicas and --threads must be at least 1")
