@@ -25,7 +25,8 @@ def make_backend(settings: dict[str, Any], dataset: Any):
     framework = settings["framework"]
     module = workload(settings["task"])
     if module is not None:
-        return module.make_backend(spec, settings, dataset), _apply_threads(settings)
+        threads = _apply_threads(settings)  # before the backend runs any op
+        return module.make_backend(spec, settings, dataset), threads
     if framework == "torch":
         from devicebench.threads import apply_torch_threads
 

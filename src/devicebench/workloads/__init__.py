@@ -88,13 +88,30 @@ def hook(task: str, name: str) -> Any:
     return getattr(module, name, None) if module else None
 
 
-def keras_skip_reason(task: str, settings: dict[str, Any], why: str = "") -> str | None:
-    """Why a Keras cell of a transformers-only workload is recorded skipped; None for torch."""
+# Why keras-hub, which has ViT, DeiT and the BERT family, is not a dependency here.
+KERAS_HUB_BLOCKED = (
+    "keras-hub 0.32.0 cannot be installed beside the pinned tensorflow-cpu 2.21.0: it requires "
+    "tensorflow-text, which requires the full tensorflow package (both install the tensorflow "
+    "module)"
+)
+
+
+def keras_skip_reason(task: str, settings: dict[str, Any], missing: str) -> str | None:
+    """Why a Keras cell of a model with no Keras port here is recorded skipped; None for torch.
+
+    `missing` says where the architecture is lacking, e.g. "keras.applications has no ViT
+    architecture; keras-hub has it, but " + KERAS_HUB_BLOCKED.
+    """
     if settings["framework"] == "torch":
         return None
+    return f"{task} {settings['model']}: no Keras port with parameter parity: {missing}"
+
+
+def keras_hub_only(architecture: str) -> str:
+    """The reason for an architecture keras-hub has and keras.applications lacks."""
     return (
-        f"{task} {settings['model']} runs on torch (transformers) only: no Keras port with "
-        f"parameter parity is built for it{why}"
+        f"keras.applications has no {architecture} architecture; keras-hub has it, but "
+        + KERAS_HUB_BLOCKED
     )
 
 

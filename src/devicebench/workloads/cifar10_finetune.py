@@ -151,11 +151,45 @@ def validate(task_settings: dict[str, Any]) -> None:
                 )
 
 
-def skip_reason(settings: dict[str, Any]) -> str | None:
-    """Keras cells are recorded skipped: this workload runs through transformers (torch) only."""
-    from devicebench.workloads import keras_skip_reason
+# Keras cells: keras.applications builds ConvNeXt-T/S and ResNet-50 (workloads/keras_image.py);
+# the other families have no Keras architecture that can be installed here.
+KERAS_MISSING = {
+    "convnextv2": "neither keras.applications nor keras-hub 0.32.0 has a ConvNeXt V2 architecture",
+    "vit": "ViT",
+    "deit_distilled": "DeiT (distilled)",
+}
 
-    return keras_skip_reason("cifar10_finetune", settings)
+
+def keras_port(model: str) -> bool:
+    """Whether the model has a Keras port (keras.applications, parameter parity checked)."""
+    from devicebench.workloads.keras_image import APPLICATIONS
+
+    return model in APPLICATIONS
+
+
+def skip_reason(settings: dict[str, Any]) -> str | None:
+    """Keras cells of a model keras.applications lacks are skipped, saying where it is lacking."""
+    from devicebench.workloads import keras_hub_only, keras_skip_reason
+
+    model = str(settings["model"])
+    if settings["framework"] == "torch" or keras_port(model):
+        return _pretrained_keras_skip(settings)
+    family = MODELS[model][0]
+    missing = KERAS_MISSING[family]
+    if family != "convnextv2":
+        missing = keras_hub_only("DeiT" if model.startswith("deit") else missing)
+    return keras_skip_reason("cifar10_finetune", settings, missing)
+
+
+def _pretrained_keras_skip(settings: dict[str, Any]) -> str | None:
+    """A transformers checkpoint cannot be loaded into the Keras port: such a cell is skipped."""
+    if settings["framework"] != "torch" and settings.get("weights") == "pretrained":
+        return (
+            f"cifar10_finetune {settings['model']}: weights: pretrained loads transformers "
+            "checkpoints, which the Keras port (keras.applications) cannot load; Keras cells "
+            "run with random weights only"
+        )
+    return None
 
 
 def build_model(
@@ -229,11 +263,15 @@ def resize_step(side: int, mean: tuple = MEAN, std: tuple = STD):
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: Any):
-    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
-
     model = settings["model"]
     source = _source(settings, model)
     side = image_size(model, settings.get("image_size"), source)
+    if settings["framework"] != "torch":
+        from devicebench.workloads.keras_image import KerasImageBackend
+
+        return KerasImageBackend(spec, settings, dataset, side, MEAN, STD)
+    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
+
     data = {
         "train": {"images": dataset.x_train, "labels": dataset.y_train.astype("int64")},
         "test": {"images": dataset.x_test, "labels": dataset.y_test.astype("int64")},

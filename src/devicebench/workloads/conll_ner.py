@@ -75,9 +75,9 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras has no port of these models here; cached embeddings need a frozen BERT."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads import keras_hub_only, keras_skip_reason
 
-    if reason := keras_skip_reason("conll_ner", settings):
+    if reason := keras_skip_reason("conll_ner", settings, keras_hub_only("BERT")):
         return reason
     architecture = MODELS[settings["model"]][0]
     if settings.get("embedding", "live") == "cached" and architecture != "bilstm_cnn_bert":

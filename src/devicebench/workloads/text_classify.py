@@ -104,10 +104,12 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
-    """Keras cells are recorded skipped: this workload runs through transformers (torch) only."""
-    from devicebench.workloads import keras_skip_reason
+    """Keras cells are recorded skipped: the BERT family is in keras-hub only (not installable)."""
+    from devicebench.workloads import keras_hub_only, keras_skip_reason
 
-    return keras_skip_reason("text_classify", settings, " (keras-hub's BERT presets differ)")
+    family = MODELS[settings["model"]][0]
+    names = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
+    return keras_skip_reason("text_classify", settings, keras_hub_only(names[family]))
 
 
 def tokenizer_path(data_dir: Path, vocab_size: int | None = None) -> Path:
