@@ -40,7 +40,14 @@ FIT_LOOP = (
 
 
 def build_model(
-    model: str, seed: int, side: int, *, input_side: int = 32, classes: int = 10, mean=None, std=None
+    model: str,
+    seed: int,
+    side: int,
+    *,
+    input_side: int = 32,
+    classes: int = 10,
+    mean: tuple | None = None,
+    std: tuple | None = None,
 ):
     """The uncompiled Keras model: uint8 NHWC images in, logits out (`side` px inside)."""
     import keras
@@ -107,8 +114,10 @@ class KerasImageBackend(KerasBackend):
         keras.config.set_dtype_policy(POLICIES[self.precision])
         how = "in tf.function" if self.kind == "tensorflow" else "eagerly"
         if self.compiled:
-            how = "in tf.function(jit_compile=True) (XLA)" if self.kind == "tensorflow" else (
-                "under torch.compile (Keras' jit_compile on torch)"
+            how = (
+                "in tf.function(jit_compile=True) (XLA)"
+                if self.kind == "tensorflow"
+                else ("under torch.compile (Keras' jit_compile on torch)")
             )
         self.fit_loop = FIT_LOOP.format(
             version=keras.__version__, kind=self.kind, app=APPLICATIONS[settings["model"]], how=how
@@ -264,4 +273,3 @@ class KerasImageBackend(KerasBackend):
         z = z - z.max(axis=1, keepdims=True)
         log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
         return z.argmax(axis=1), float(-log_p[np.arange(len(y)), y].mean())
-
