@@ -56,6 +56,8 @@ def _transformers(model: str, num_labels: int) -> tuple[int, int]:
 def test_every_port_trains_and_infers_at_32_px(probes, framework):
     cases = probes[framework]["cases"]
     assert {case["model"] for case in cases} == set(APPLICATIONS)
+    compiled = [case for case in cases if case["compile"] == "compiled"]
+    assert len(compiled) == (framework == "keras-tensorflow")  # see keras_image_probe.COMPILED
     for case in cases:
         name = f"{framework} {case['model']} {case['precision']} {case['compile']}"
         assert case["weights_changed"], f"{name}: a training step left the weights as they were"

@@ -189,6 +189,10 @@ class KerasImageBackend(KerasBackend):
                 jit_compile=self.compiled,
             )
             model.optimizer.build(model.trainable_variables)
+            # Build the compiled loss eagerly, as fit does before its first (compiled) step:
+            # torch.compile cannot trace that lazy build (a dynamo error in torch 2.13).
+            x, y = self.x_train[:2], self.y_train[:2]
+            model.compute_loss(x=x, y=y, y_pred=model(x, training=False))
             self.model = model
             self._initial = {seed: model.get_weights()}
             self._optimizer_initial = [
