@@ -132,7 +132,8 @@ def test_a_tiny_keras_torch_cell_ends_ok_with_its_record(tmp_path):
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())
     assert record["status"] == "ok", record["message"]
-    assert record["axes"]["framework"] == "keras-torch" and record["axes"]["image_size"] == "32"
+    axes = record["axes"]
+    assert axes["framework"] == "keras-torch" and str(axes["image_size"]) == "32"
     trainable, no_bias = _transformers("resnet-50", 10)
     assert record["model"]["parameters"] == trainable + no_bias
     assert record["model"]["architecture"] == "keras.applications.ResNet50"
