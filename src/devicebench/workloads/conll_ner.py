@@ -9,7 +9,8 @@ manifest. Models (ner_models): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tin
 quick runs. Quality: entity-level precision, recall and F1 (micro and macro, exact spans, seqeval)
 and token accuracy. Axes: ``embedding`` (live: BERT runs inside each step; cached: precomputed
 once, untimed; bilstm_cnn_bert only) and ``train_fraction`` (share of training sentences, a
-seeded subset: how the GPU's lead grows with data). Keras cells are recorded skipped.
+seeded subset: how the GPU's lead grows with data). Keras cells are recorded skipped (BERT
+is in keras-hub only, which cannot be installed here).
 """
 
 from __future__ import annotations
