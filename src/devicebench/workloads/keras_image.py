@@ -112,13 +112,12 @@ class KerasImageBackend(KerasBackend):
         self.compile_s: dict[str, float] = {}
         self._set_matmul_precision()
         keras.config.set_dtype_policy(POLICIES[self.precision])
-        how = "in tf.function" if self.kind == "tensorflow" else "eagerly"
-        if self.compiled:
-            how = (
-                "in tf.function(jit_compile=True) (XLA)"
-                if self.kind == "tensorflow"
-                else ("under torch.compile (Keras' jit_compile on torch)")
-            )
+        how = {
+            ("tensorflow", False): "in tf.function",
+            ("tensorflow", True): "in tf.function(jit_compile=True) (XLA)",
+            ("torch", False): "eagerly",
+            ("torch", True): "under torch.compile (Keras' jit_compile on torch)",
+        }[self.kind, self.compiled]
         self.fit_loop = FIT_LOOP.format(
             version=keras.__version__, kind=self.kind, app=APPLICATIONS[settings["model"]], how=how
         )
