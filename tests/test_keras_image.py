@@ -115,15 +115,17 @@ def test_models_without_a_keras_port_are_skipped_saying_where_it_is_missing():
     assert "cannot load" in cifar10_finetune.skip_reason(pretrained)
 
 
-def test_a_tiny_keras_torch_cell_ends_ok_with_its_record(tmp_path):
-    """run_cell.py through the worker, timing and record path every cell takes."""
+@pytest.mark.parametrize("framework", BACKENDS)
+def test_a_tiny_keras_cell_ends_ok_with_its_record(tmp_path, framework):
+    """run_cell.py through the worker, timing and record path every cell takes; the thread
+    count is applied before the backend runs an op (TensorFlow refuses it afterwards)."""
     folder = tmp_path / "cifar10"
     prepare_dataset("cifar10", "synthetic", folder, train_samples=16, test_samples=8, seed=3)
     out = tmp_path / "cell.json"
     command = [
         *("nice", sys.executable, str(REPO / "scripts" / "run_cell.py")),
-        *("--task", "cifar10_finetune", "--model", "resnet-50", "--framework", "keras-torch"),
-        *("--axis", "image_size=32", "--axis", "compile=eager", "--threads", "2"),
+        *("--task", "cifar10_finetune", "--model", "resnet-50", "--framework", framework),
+        *("--axis", "image_size=32", "--axis", "compile=eager", "--threads", "1"),
         *("--epochs", "1", "--steps-per-epoch", "1", "--batch-size", "4", "--warmup-steps", "1"),
         *("--repetitions", "2", "--min-repetition-s", "0"),
         *("--data", str(folder / "manifest.json"), "--out", str(out)),
@@ -133,10 +135,14 @@ def test_a_tiny_keras_torch_cell_ends_ok_with_its_record(tmp_path):
     record = json.loads(out.read_text())
     assert record["status"] == "ok", record["message"]
     axes = record["axes"]
-    assert axes["framework"] == "keras-torch" and str(axes["image_size"]) == "32"
+    assert axes["framework"] == framework and str(axes["image_size"]) == "32"
+    threads = record["environment"]["threads_reported"]
+    key = "torch_num_threads" if framework == "keras-torch" else "tf_intra_op_threads"
+    assert threads[key] == 1, threads
     trainable, no_bias = _transformers("resnet-50", 10)
     assert record["model"]["parameters"] == trainable + no_bias
     assert record["model"]["architecture"] == "keras.applications.ResNet50"
-    assert record["model"]["flops_per_sample_train"] > 0  # of the transformers twin at 32 px
+    if framework == "keras-torch":  # torch is loaded: the transformers twin's, at 32 px
+        assert record["model"]["flops_per_sample_train"] > 0
     assert record["throughput"]["samples_per_s"] > 0
     assert 0 <= record["quality"]["accuracy"] <= 1
