@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 SCENARIOS = ("SingleStream", "Server", "Offline")
+JPEG = "image/jpeg"
 
 
 class HttpSut:
-    """Sends each LoadGen query sample (an image index) as one POST to the server."""
+    """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
 
-    def __init__(self, url: str, payloads, max_connections: int):
+    def __init__(self, url: str, payloads, max_connections: int, content_type: str = JPEG):
         import httpx
 
         self.url, self.payloads = url, payloads
+        self.headers = {"content-type": content_type}
         self.errors = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -44,7 +46,7 @@ class HttpSut:
             answer = await self.client.post(
                 self.url,
                 content=self.payloads[sample.index % len(self.payloads)],
-                headers={"content-type": "image/jpeg"},
+                headers=self.headers,
             )
             if answer.status_code != 200:
                 self.errors += 1
@@ -86,6 +88,7 @@ def run_scenario(
     target_qps: float = 10.0,
     target_latency_ms: float = 100.0,
     max_connections: int = 64,
+    content_type: str = JPEG,
 ) -> dict[str, Any]:
     """One LoadGen performance run; LoadGen's result, validity and latencies, and HTTP errors."""
     import mlperf_loadgen as lg
@@ -106,7 +109,7 @@ def run_scenario(
     logging.log_output.outdir = str(log_dir)
     logging.log_output.copy_summary_to_stdout = False
     logging.enable_trace = False
-    sut = HttpSut(url, payloads, max_connections)
+    sut = HttpSut(url, payloads, max_connections, content_type)
     sut_handle = lg.ConstructSUT(sut.issue, sut.flush)
     count = len(payloads)
     qsl = lg.ConstructQSL(count, count, lambda _: None, lambda _: None)
