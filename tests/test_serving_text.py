@@ -9,6 +9,7 @@ import time
 
 import httpx
 import pandas as pd
+import psutil
 import pytest
 from conftest import REPO
 from test_serving import server_processes
@@ -181,3 +182,39 @@ def test_a_serve_text_cell_ends_ok_and_goes_into_the_serving_table(imdb, tmp_pat
     assert table.set_index("framework").loc["keras-torch", "status"] == "skipped"
     time.sleep(0.5)
     assert {p.pid for p in server_processes()} <= before
+
+
+def test_tokenizer_processes_score_and_reject_as_threads_do(reviews):
+    with ServerProcess(**SERVER, tokenizer=reviews.tokenizer, decode_workers=1) as running:
+        assert running.health["decode_workers"] == 1
+        assert psutil.Process(running.pid).children(recursive=True)
+        assert score(running, reviews.x_test[0]).status_code == 200
+        bad = score(running, b"\xff\xfe\xfd")
+        assert bad.status_code == 400 and "not valid UTF-8" in bad.json()["detail"]
+        assert score(running, reviews.x_test[1]).status_code == 200
+
+
+def test_ray_serve_scores_text_rejects_bad_text_and_leaves_nothing(reviews, tmp_path):
+    from test_serving_ray import gone_within
+
+    from devicebench.serving.ray_process import RayServeProcess
+
+    log = tmp_path / "server.log"
+    server = RayServeProcess(
+        **SERVER, tokenizer=reviews.tokenizer, replicas=1, max_batch=4, log_path=log
+    )
+    with server:
+        assert server.health["server"] == "ray-serve" and server.health["seq_len"] == SEQ_LEN
+        good = score(server, reviews.x_test[0])
+        assert good.status_code == 200 and good.json()["class"] in (0, 1), good.text
+        bad = score(server, b"a fine film \xc3\x28 indeed")
+        assert bad.status_code == 400 and "not valid UTF-8" in bad.json()["detail"]
+        wrong = score(server, reviews.x_test[0], {"content-type": "image/jpeg"})
+        assert wrong.status_code == 415
+        result = run_pool(f"{server.url}/predict", reviews.x_test, clients=4, requests=16,
+                          content_type=TEXT["content-type"])  # fmt: skip
+        assert result["ok"] == 16 and result["errors"] == 0
+        sizes = {int(k): v for k, v in server.stats()["batch_sizes"].items()}
+        assert max(sizes) <= 4 and sum(k * v for k, v in sizes.items()) >= 17
+    left = gone_within(log, 30)
+    assert not left, f"Ray processes outlived their server: {[p.cmdline() for p in left]}"
