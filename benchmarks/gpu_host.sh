@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run a study with the workflow itself on an offline GPU host, in a slice that ends in time.
 #
-#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR
+#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR [PATTERN]
 #
+# PATTERN (an extended regular expression over the records' paths, e.g. 'task~serve_image')
+# runs only the matching cells: one slice per workload, or a few cells again.
 # The host needs Python with torch; what it lacks (snakemake's closure, jsonschema, keras) travels
 # as wheels in .whl (README, Results). Cells whose records already lie under results/cells (carried
 # from an earlier slice) are not run again; the rest run one at a time until BUDGET_S, when
@@ -13,6 +15,7 @@ set -euo pipefail
 config=${1:?config file}
 budget=${2:-500}
 outdir=${3:?output folder}
+pattern=${4:-.}
 mkdir -p "$outdir" /tmp/devicebench-bin results/cells results/logs/cells
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -40,6 +43,7 @@ for cell in expand_grid(study):
         print(path)
 PY
 )
+missing=$(echo "$missing" | grep -E "$pattern" || true)
 echo "[gpu_host] $(echo "$missing" | grep -c . || true) cells to run, budget ${budget}s"
 status=0
 if [ -n "$missing" ]; then

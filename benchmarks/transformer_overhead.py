@@ -10,6 +10,9 @@ loop and by the study's own path (the workload's make_backend driven by driver.r
 Rounds alternate bare and harness in one process; each side's throughput is the median over
 rounds, `paired` the median of the per-round harness/bare ratios (DESIGN.md asks >= 0.95).
 
+On CUDA a third overhead row trains ResNet-50 compiled (torch.compile on both sides; the first
+repetition, compilation included, is warm-up and untimed), the published figure of the README.
+
 Part 2 (speedup): ViT-base and ConvNeXt-tiny trained through the harness on the GPU and on this
 host's CPU (all its cores), bf16, batch 64; the table gives the GPU's speedup.
 
@@ -92,6 +95,7 @@ def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, rep
         weight_decay=spec.optimizer_options["weight_decay"],
     )
     model.train()
+    forward = torch.compile(model) if case.get("compile") == "compiled" else model
     n = steps * batch
     times = []
     for rep in range(reps + 1):  # the first pass warms up
@@ -102,7 +106,7 @@ def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, rep
             index = order[step * batch : (step + 1) * batch]
             with torch.autocast(device.type, dtype=dtype):
                 if task == "text_classify":
-                    logits = model(
+                    logits = forward(
                         input_ids=train["input_ids"][index],
                         attention_mask=train["attention_mask"][index],
                     )
@@ -112,7 +116,7 @@ def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, rep
                     x = F.interpolate(x, size=(side, side), mode="bilinear", align_corners=False)
                     if channels_last:
                         x = x.contiguous(memory_format=torch.channels_last)
-                    logits, y = model(pixel_values=x), labels[index]
+                    logits, y = forward(pixel_values=x), labels[index]
             loss = F.cross_entropy(logits.float(), y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -140,7 +144,7 @@ def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps:
         "repetitions": reps,
         "warmup_steps": 2 if device.type == "cuda" else 1,
         "noise_cov": 0.1,
-        "compile": "eager",
+        "compile": case.get("compile", "eager"),
         "seq_len": case.get("seq_len", 128),
         "image_size": "native",
     }
@@ -156,8 +160,8 @@ def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps:
 
 def overhead(cases: list[dict], device: torch.device, args) -> list[dict]:
     rows = []
-    print(f"{'model':<20} {'batch':>5} {'prec':>5} {'bare /s':>10} {'harness /s':>11} "
-          f"{'ratio':>6} {'paired':>7}")  # fmt: skip
+    print(f"{'model':<20} {'compile':>8} {'batch':>5} {'prec':>5} {'bare /s':>10} "
+          f"{'harness /s':>11} {'ratio':>6} {'paired':>7}")  # fmt: skip
     for case in cases:
         data = Synthetic(case["task"], case["batch"] * case["steps"], case["batch"], 128)
         bare, ours = [], []
@@ -175,7 +179,8 @@ def overhead(cases: list[dict], device: torch.device, args) -> list[dict]:
         row["paired_ratio"] = statistics.median(o / b for o, b in zip(ours, bare, strict=True))
         rows.append(row)
         print(
-            f"{case['model']:<20} {case['batch']:>5} {case['precision']:>5} {row['bare']:>10,.1f} "
+            f"{case['model']:<20} {case.get('compile', 'eager'):>8} {case['batch']:>5} "
+            f"{case['precision']:>5} {row['bare']:>10,.1f} "
             f"{row['harness']:>11,.1f} {row['ratio']:>6.3f} {row['paired_ratio']:>7.3f}",
             flush=True,
         )
@@ -222,6 +227,9 @@ def main() -> None:
     parser.add_argument("--cpu-precision", default="bf16", choices=["fp32", "bf16"],
                         help="precision of the CPU side of the speedup table")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parts = ["overhead", "compiled", "speedup"]
+    parser.add_argument("--parts", nargs="+", default=parts, choices=parts,
+                        help="eager harness/bare rows, compiled ResNet-50, GPU/CPU")  # fmt: skip
     args = parser.parse_args()
     driver.log = lambda message: None  # keep the tables readable
     if args.smoke:
@@ -246,7 +254,14 @@ def main() -> None:
             "channels_last": device.type == "cuda",
         },  # fmt: skip
     ]
-    rows = {"overhead": overhead(cases, device, args)}
+    if device.type == "cuda":  # the published ResNet-50 row: bf16, channels_last, compiled
+        cases.append(cases[1] | {"compile": "compiled"})
+    chosen = {
+        "overhead": [c for c in cases if c.get("compile") != "compiled"],
+        "compiled": [c for c in cases if c.get("compile") == "compiled"],
+    }
+    rows = {"overhead": overhead([c for p in args.parts if p in chosen for c in chosen[p]],
+                                 device, args)}  # fmt: skip
     devices = [device] if device.type == "cpu" else [device, torch.device("cpu")]
     compare = [
         image
@@ -258,7 +273,7 @@ def main() -> None:
         }  # fmt: skip
         for name in dict.fromkeys(small)
     ]
-    rows["speedup"] = speedups(compare, devices, args)
+    rows["speedup"] = speedups(compare if "speedup" in args.parts else [], devices, args)
     print(
         f"\n(GPU at bf16; CPU at {args.cpu_precision}; {time.perf_counter() - began:.0f} s in all)"
     )

@@ -143,7 +143,8 @@ def cell_threads(wildcards):
 
 
 def cell_bench(wildcards):
-    """The local `bench` slot (profiles/default limits it to 1): none on a cluster, where each
+    """The local `bench` slot (profiles/default limits it to 1), taken by timed cells and data
+    preparation alike, so nothing heavy runs beside a timed cell; none on a cluster, where each
     cell has its own allocation and slurm.exclusive is the timing hygiene."""
     return 0 if workflow.non_local_exec else 1
 

@@ -6,6 +6,9 @@ rule prepare_data:
         "results/data/{dataset}/{source}/manifest.json",
     log:
         "results/logs/data/{dataset}-{source}.log",
+    resources:
+        # the timed cells' slot: preparing one data set never runs beside a timed cell
+        bench=cell_bench,
     conda:
         "../envs/torch.yaml"
     params:

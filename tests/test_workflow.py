@@ -26,6 +26,21 @@ def test_default_config_dry_runs(tmp_path):
     assert jobs["prepare_data"] == len(load_config(REPO / "config" / "config.yaml")["datasets"])
 
 
+def test_data_preparation_takes_the_timed_cells_slot(tmp_path):
+    """profiles/default allows one `bench` slot: a data set prepared beside a timed cell would
+    steal its cores, so prepare_data takes the slot as cells do (tables wait for every record)."""
+    (tmp_path / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
+    done = snakemake(tmp_path, "--dry-run", "--cores", "2")
+    slots: dict[str, set[str]] = {}
+    for block in done.stdout.split("\nrule ")[1:] + done.stdout.split("\nlocalrule ")[1:]:
+        rule = block.split(":", 1)[0]
+        resources = next(line for line in block.splitlines() if "resources:" in line)
+        slots.setdefault(rule, set()).add("bench=1" in resources)
+    assert slots["prepare_data"] == {True}
+    assert slots["cell"] == {True}
+    assert slots["tables"] == {False}
+
+
 def test_a_bad_config_stops_before_any_job(tmp_path, tiny_config):
     tiny_config["batch_sizes"] = [0]
     write_config(tmp_path, tiny_config)

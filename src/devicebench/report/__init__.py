@@ -35,6 +35,8 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     tables["serving"] = (
         read_table(serving) if serving.exists() else pd.DataFrame(columns=SERVING_COLUMNS)
     )
+    rerun = folder / "reproducibility.csv"  # only where published cells were run again
+    tables["reproducibility"] = read_table(rerun) if rerun.exists() else pd.DataFrame()
     if "accuracy_agrees" in tables["quality"]:
         agrees = tables["quality"]["accuracy_agrees"]
         tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)

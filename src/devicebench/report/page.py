@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.collect import format_value
+from devicebench.aggregate.reproducibility import reproducibility_findings
 from devicebench.aggregate.writeup_charts import all_charts
 from devicebench.report import findings
 
@@ -184,6 +185,16 @@ def build_page(
     nav = " ".join(f'<a href="#task-{t}">{html.escape(t)}</a>' for t in tasks)
     study_bullets = "".join(f"<li>{html.escape(f)}</li>" for f in findings.study_findings(tables))
     definitions = "".join(f"<li>{html.escape(d)}</li>" for d in DEFINITIONS)
+    rerun = tables.get("reproducibility", pd.DataFrame())
+    reproducibility = ""
+    if not rerun.empty:
+        checks = "".join(f"<li>{html.escape(f)}</li>" for f in reproducibility_findings(rerun))
+        outside = [str(v) != "True" for v in rerun["within_cov"]]
+        flag = {"outside_cov": "outside CoV"}
+        reproducibility = (
+            '<h2 id="reproducibility">Reproducibility: published cells run again</h2>'
+            f"<ul>{checks}</ul>{table_html(rerun.assign(outside_cov=outside), flag)}"
+        )
     embed = (
         "const specs = " + json.dumps(specs).replace("</", "<\\/") + ";\n"
         "const ids = " + json.dumps([m["id"] for m in manifest]) + ";\n"
@@ -203,6 +214,7 @@ def build_page(
 <h2>Setup</h2>{setup_html(cells, study, prices)}
 <h2>The run</h2><ul>{study_bullets}</ul>
 <h2>Definitions</h2><ul class="note">{definitions}</ul>
+{reproducibility}
 {"".join(sections)}
 <script type="text/javascript">{embed}</script>
 </body></html>
