@@ -218,3 +218,21 @@ def test_ray_serve_scores_text_rejects_bad_text_and_leaves_nothing(reviews, tmp_
         assert max(sizes) <= 4 and sum(k * v for k, v in sizes.items()) >= 17
     left = gone_within(log, 30)
     assert not left, f"Ray processes outlived their server: {[p.cmdline() for p in left]}"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"seq_lens": [128, 1024]}, "tasks.serve_text.seq_lens[1]: 1024"),
+        ({"models": ["resnet50"]}, "unknown model 'resnet50' for task serve_text"),
+        ({"compiles": ["eager"]}, "has no compile axis"),
+        ({"weights": "pretrained"}, "task serve_text has no pretrained weights"),
+    ],
+)
+def test_bad_serve_text_settings_fail_at_config_check(tiny_config, settings, message):
+    from devicebench.config import ConfigError, check_config
+
+    config = tiny_config | {"tasks": {"serve_text": settings}}
+    with pytest.raises(ConfigError) as error:
+        check_config(config)
+    assert message in str(error.value)
