@@ -19,8 +19,8 @@ decoding or tokenizing, batching and the answer. `ratio` = server /
 in-process; `paired` the median of per-round ratios (rounds alternate the two sides, so both
 see the same machine state). The issue's target with dynamic batching on an H100 is >= 0.8 for
 ResNet50. Both models stay loaded (the server's copy and this process's) for the whole case.
-Needs torch, transformers, fastapi, uvicorn, httpx and pillow (tokenizers for text cases, and
-ray[serve] for --server ray-serve); no keras, snakemake or network.
+Needs torch, transformers, fastapi, uvicorn, httpx, aiohttp and pillow (tokenizers for text
+cases, and ray[serve] for --server ray-serve); no keras, snakemake or network.
 """
 
 from __future__ import annotations

@@ -152,6 +152,25 @@ def test_loadgen_offline_and_singlestream_keep_their_logs(server, images, tmp_pa
         assert (tmp_path / scenario / "mlperf_log_detail.txt").exists()
 
 
+def test_a_server_run_has_enough_queries_for_loadgen_early_stopping(server, images, tmp_path):
+    """Asked for 64 queries, a Server run issues at least the 459 LoadGen's p99 estimate needs,
+    so an INVALID verdict means the latency bound, never a run too short to tell."""
+    result = loadgen.run_scenario(
+        f"{server.url}/predict",
+        images,
+        "Server",
+        tmp_path,
+        min_duration_s=0.2,
+        min_queries=64,
+        target_qps=300,
+        target_latency_ms=10_000,
+    )
+    assert loadgen.SERVER_EARLY_STOPPING_QUERIES == 459
+    assert result["queries"] >= 459 and result["http_errors"] == 0
+    assert result["early_stopping_met"] is True and result["latency_met"] is True
+    assert result["valid"]
+
+
 def test_a_port_in_use_is_retried_on_another(images):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from pathlib import Path
 from typing import Any
 
 SCENARIOS = ("SingleStream", "Server", "Offline")
 JPEG = "image/jpeg"
+# LoadGen's Server verdict needs its early-stopping estimate of the p99 to hold: with every query
+# under the bound that takes n >= log(0.01) / log(0.99) = 459 queries. A run with fewer is INVALID
+# however fast it answered (on the H100, p99 27 ms against a 100 ms bound), which would send the
+# QPS search downwards for no reason; Server runs therefore ask for at least this many.
+SERVER_EARLY_STOPPING_QUERIES = math.ceil(math.log(0.01) / math.log(0.99))
 
 
 class HttpSut:
     """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
 
     def __init__(self, url: str, payloads, max_connections: int, content_type: str = JPEG):
-        import httpx
+        import aiohttp
 
         self.url, self.payloads = url, payloads
         self.headers = {"content-type": content_type}
@@ -31,26 +37,26 @@ class HttpSut:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        limits = httpx.Limits(max_connections=max_connections)
 
-        async def make():
-            return httpx.AsyncClient(limits=limits, timeout=120.0)
+        async def make():  # aiohttp, not httpx: see clients.py
+            return aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=max_connections),
+                timeout=aiohttp.ClientTimeout(total=120.0),
+            )
 
         self.client = asyncio.run_coroutine_threadsafe(make(), self.loop).result()
 
     async def _send(self, sample) -> None:
-        import httpx
+        import aiohttp
         import mlperf_loadgen as lg
 
+        payload = self.payloads[sample.index % len(self.payloads)]
         try:
-            answer = await self.client.post(
-                self.url,
-                content=self.payloads[sample.index % len(self.payloads)],
-                headers=self.headers,
-            )
-            if answer.status_code != 200:
-                self.errors += 1
-        except httpx.HTTPError:
+            async with self.client.post(self.url, data=payload, headers=self.headers) as answer:
+                await answer.read()
+                if answer.status != 200:
+                    self.errors += 1
+        except (aiohttp.ClientError, TimeoutError):
             self.errors += 1
         lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0)])
 
@@ -62,7 +68,7 @@ class HttpSut:
         pass
 
     def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.client.aclose(), self.loop).result()
+        asyncio.run_coroutine_threadsafe(self.client.close(), self.loop).result()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
 
@@ -99,6 +105,8 @@ def run_scenario(
     settings.scenario = getattr(lg.TestScenario, scenario)
     settings.mode = lg.TestMode.PerformanceOnly
     settings.min_duration_ms = int(min_duration_s * 1000)
+    if scenario == "Server":
+        min_queries = max(min_queries, SERVER_EARLY_STOPPING_QUERIES)
     settings.min_query_count = min_queries
     settings.offline_expected_qps = target_qps
     settings.server_target_qps = target_qps
@@ -140,6 +148,9 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
         "scenario": scenario,
         "valid": detail.get("result_validity") == "VALID",
         "validity": detail.get("result_validity"),
+        # why a run is INVALID: the latency bound, or too short a run to tell
+        "latency_met": detail.get("result_perf_constraints_met"),
+        "early_stopping_met": detail.get("early_stopping_met"),
         "result": None if result is None else float(result),
         "result_metric": "p90_latency_ms" if scenario == "SingleStream" else result_key,
         "target_qps": target_qps if scenario != "SingleStream" else None,
@@ -162,7 +173,8 @@ def search_server_qps(
     """The highest QPS LoadGen's Server scenario calls VALID, by a short bisection from start.
 
     Starts at `start_qps` (e.g. the client pool's throughput); doubles while valid, halves while
-    invalid until a bracket exists, then bisects; `steps` runs in all.
+    invalid until a bracket exists, then bisects; `steps` runs in all. Each run has at least
+    SERVER_EARLY_STOPPING_QUERIES queries, so INVALID means the latency bound was missed.
     """
     runs, low, high, qps = [], None, None, start_qps
     for step in range(steps):
