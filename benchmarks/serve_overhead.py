@@ -5,18 +5,22 @@
     python benchmarks/serve_overhead.py --device cuda --precision bf16 \\
         --cases resnet50:32:224 resnet50:64:224 mobilenetv2:64:224 --client-processes 4
     python benchmarks/serve_overhead.py --server ray-serve --replicas 2 --device cpu --threads 2
+    python benchmarks/serve_overhead.py --device cuda --precision bf16 --cases bert-base:32:128
 
-A case is model:batch:image_size. `in-process` times Classifier.predict on a batch of already
-decoded images (the model's own throughput, host-to-device copy and normalisation included, as
-an infer cell sees it); `server` is the same Classifier in the scoring server (FastAPI under
-uvicorn, dynamic batches of up to `batch`; or Ray Serve with --replicas replicas sharing the
-device and @serve.batch), driven over HTTP by closed-loop clients sending
-JPEG bytes, so it pays for HTTP, JPEG decoding, batching and the answer. `ratio` = server /
+A case is model:batch:image_size, or for a text model (serve_text: bert-base, roberta-base,
+distilbert-base, tinybert, minilm, bert-tiny) model:batch:seq_len. `in-process` times predict on
+a batch of already decoded images, or of already tokenized reviews padded to the batch's longest
+(the model's own throughput, host-to-device copy included, as an infer cell sees it); `server`
+is the same model in the scoring server (FastAPI under uvicorn, dynamic batches of up to `batch`;
+or Ray Serve with --replicas replicas sharing the device and @serve.batch), driven over HTTP by
+closed-loop clients sending JPEG bytes or review text (synthetic IMDb-like reviews of 40-300
+words, tokenized by a WordPiece trained here on synthetic training reviews), so it pays for HTTP,
+decoding or tokenizing, batching and the answer. `ratio` = server /
 in-process; `paired` the median of per-round ratios (rounds alternate the two sides, so both
 see the same machine state). The issue's target with dynamic batching on an H100 is >= 0.8 for
 ResNet50. Both models stay loaded (the server's copy and this process's) for the whole case.
-Needs torch, transformers, fastapi, uvicorn, httpx, aiohttp and pillow (and ray[serve] for --server
-ray-serve); no keras, snakemake or network.
+Needs torch, transformers, fastapi, uvicorn, httpx, aiohttp and pillow (tokenizers for text
+cases, and ray[serve] for --server ray-serve); no keras, snakemake or network.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import multiprocessing
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +44,8 @@ from devicebench.serving.clients import run_pool  # noqa: E402
 from devicebench.serving.models import Classifier  # noqa: E402
 from devicebench.serving.process import ServerProcess  # noqa: E402
 from devicebench.serving.ray_process import RayServeProcess  # noqa: E402
+from devicebench.serving.scoring import CLIENT_CONTENT_TYPES  # noqa: E402
+from devicebench.workloads.text_classify import MODELS as TEXT_MODELS  # noqa: E402
 
 
 def sync(device: str) -> None:
@@ -48,35 +55,66 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def in_process(model: Classifier, batch: int, size: int, seconds: float) -> float:
-    """Images per second of predict() on one decoded batch, repeated for `seconds`."""
-    images = np.random.default_rng(0).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
-    for _ in range(3):
-        model.predict(images)
+def in_process(model, batches: list, batch: int, seconds: float) -> float:
+    """Samples per second of predict() over ready batches (decoded images, tokenized reviews),
+    repeated for `seconds`."""
+    for index in range(3):
+        model.predict(batches[index % len(batches)])
     sync(model.device)
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        model.predict(images)  # returns numpy: the device work is done
+        model.predict(batches[count % len(batches)])  # returns numpy: the device work is done
         count += 1
     return count * batch / (time.perf_counter() - start)
 
 
+def image_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -> dict:
+    """The image classifier, its decoded batch, the JPEG payloads and the server's options."""
+    payloads, _ = make_synthetic(0, 64, "test", size=size)
+    model = Classifier("torch", model_name, size, args.device, args.precision)
+    images = np.random.default_rng(0).integers(0, 256, (batch, size, size, 3), dtype=np.uint8)
+    server = {"task": "serve_image", "image_size": size}
+    return {"model": model, "batches": [images], "payloads": payloads, "server": server}
+
+
+def text_case(args: argparse.Namespace, model_name: str, batch: int, seq_len: int) -> dict:
+    """The sequence classifier, tokenized review batches, the review texts and the server's
+    options (a WordPiece trained here on synthetic training reviews, as data preparation does)."""
+    from devicebench.data.imdb import synthetic_reviews
+    from devicebench.serving.text_models import TextClassifier, decode_text, pad_longest
+    from devicebench.workloads.text_classify import train_tokenizer
+
+    path = Path(tempfile.mkdtemp(prefix="serve-overhead-")) / "wordpiece.json"
+    train = [text for text, _ in synthetic_reviews(0, 2000, "train")]
+    train_tokenizer(train, 30522).save(str(path))
+    payloads = [text.encode() for text, _ in synthetic_reviews(0, 256, "test")]
+    rows = [decode_text(body, str(path), seq_len) for body in payloads]
+    batches = [pad_longest(rows[i : i + batch]) for i in range(0, len(rows) - batch + 1, batch)]
+    model = TextClassifier(model_name, args.device, args.precision, seq_len)
+    server = {"task": "serve_text", "seq_len": seq_len, "tokenizer": path}
+    return {"model": model, "batches": batches, "payloads": payloads, "server": server}
+
+
 def _pool_worker(args: tuple) -> dict:
-    url, payloads, clients, requests = args
-    return run_pool(url, payloads, clients=clients, requests=requests, window_s=0.5)
+    url, payloads, clients, requests, kind = args
+    return run_pool(
+        url, payloads, clients=clients, requests=requests, window_s=0.5, content_type=kind
+    )
 
 
-def through_server(url: str, payloads, clients: int, requests: int, processes: int) -> dict:
-    """Images per second over HTTP; client pools in `processes` processes so the client side
+def through_server(
+    url: str, payloads, clients: int, requests: int, processes: int, kind: str
+) -> dict:
+    """Samples per second over HTTP; client pools in `processes` processes so the client side
     is not what limits a fast server (the sum of the pools' rates)."""
     if processes == 1:
-        result = run_pool(url, payloads, clients=clients, requests=requests, window_s=0.5)
-        return {"rate": result["images_per_s"], "errors": result["errors"], "p99": _p99(result)}
-    jobs = [(url, payloads, max(1, clients // processes), requests // processes)] * processes
+        result = _pool_worker((url, payloads, clients, requests, kind))
+        return {"rate": result["samples_per_s"], "errors": result["errors"], "p99": _p99(result)}
+    jobs = [(url, payloads, max(1, clients // processes), requests // processes, kind)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        results = pool.map(_pool_worker, jobs)
+        results = pool.map(_pool_worker, jobs * processes)
     return {
-        "rate": sum(r["images_per_s"] for r in results),
+        "rate": sum(r["samples_per_s"] for r in results),
         "errors": sum(r["errors"] for r in results),
         "p99": max(_p99(r) for r in results),
     }
@@ -86,10 +124,10 @@ def _p99(result: dict) -> float:
     return result["latency_ms"].get("p99", float("nan"))
 
 
-def make_server(args: argparse.Namespace, model_name: str, batch: int, size: int):
+def make_server(args: argparse.Namespace, model_name: str, batch: int, task: dict):
     """The server of --server: uvicorn (one process) or Ray Serve with --replicas replicas."""
     common = dict(framework="torch", model=model_name, device=args.device)
-    common |= dict(precision=args.precision, image_size=size, max_batch=batch)
+    common |= dict(precision=args.precision, max_batch=batch, **task)
     common |= dict(batch_wait_ms=args.batch_wait_ms)
     if args.server == "ray-serve":
         threads = args.threads or os.cpu_count() or 1
@@ -99,16 +137,18 @@ def make_server(args: argparse.Namespace, model_name: str, batch: int, size: int
 
 def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -> dict:
     """Rounds alternate in-process and server, so both sides see the same machine state."""
-    payloads, _ = make_synthetic(0, 64, "test", size=size)
-    model = Classifier("torch", model_name, size, args.device, args.precision)
+    text = model_name in TEXT_MODELS
+    case = (text_case if text else image_case)(args, model_name, batch, size)
+    payloads, kind = case["payloads"], CLIENT_CONTENT_TYPES[case["server"]["task"]]
     clients = args.clients or 2 * batch
     local, served, errors, p99 = [], [], 0, []
-    with make_server(args, model_name, batch, size) as server:
+    processes = args.client_processes
+    with make_server(args, model_name, batch, case["server"]) as server:
         url = f"{server.url}/predict"
-        through_server(url, payloads, clients, 4 * clients, args.client_processes)  # warm-up
+        through_server(url, payloads, clients, 4 * clients, processes, kind)  # warm-up
         for _ in range(args.rounds):
-            local.append(in_process(model, batch, size, args.seconds))
-            result = through_server(url, payloads, clients, args.requests, args.client_processes)
+            local.append(in_process(case["model"], case["batches"], batch, args.seconds))
+            result = through_server(url, payloads, clients, args.requests, processes, kind)
             served.append(result["rate"])
             errors += result["errors"]
             p99.append(result["p99"])
@@ -119,7 +159,7 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
         "device": args.device,
         "precision": args.precision,
         "batch": batch,
-        "image_size": size,
+        "size": f"seq {size}" if text else f"{size}px",
         "clients": clients,
         "decode_workers": args.decode_workers,
         "server_engine": f"{args.server} x{args.replicas}"
@@ -169,15 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         model_name, batch, size = case.split(":")
         rows.append(run_case(args, model_name, int(batch), int(size)))
         print(f"[serve_overhead] {case}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
-    print("| model | engine | device | precision | batch | image | clients | decoders "
-          "| in-process img/s | server img/s | ratio | paired | mean batch formed | server p99 ms "
-          "| errors |")  # fmt: skip
+    print("| model | engine | device | precision | batch | input | clients | decoders "
+          "| in-process samples/s | server samples/s | ratio | paired | mean batch formed "
+          "| server p99 ms | errors |")  # fmt: skip
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['model']} | {r['server_engine']} | {r['device']} | {r['precision']} | "
             f"{r['batch']} | "
-            f"{r['image_size']} | {r['clients']} | {r['decode_workers']} | "
+            f"{r['size']} | {r['clients']} | {r['decode_workers']} | "
             f"{r['in_process']:,.1f} | {r['server']:,.1f} | "
             f"{r['ratio']:.3f} | {r['paired']:.3f} | {r['mean_batch_formed']:.1f} | "
             f"{r['server_p99_ms']:.1f} | "

@@ -30,5 +30,10 @@ def test_a_study_config_is_completed_by_the_default_as_in_the_workflow():
         "imdb_fasttext",
         "imdb_bilstm",
         "textgen_lstm",
+        "text_classify",
+        "cifar10_finetune",
+        "conll_ner",
+        "serve_image",
+        "serve_text",
     }
     assert script.study_settings(REPO / "config" / "missing.yaml") == {}

@@ -78,6 +78,7 @@ def test_the_study_config_plans_every_transformer_model(tmp_path):
             "deit-base-distilled",
             "resnet-50",
         ],
+        "serve_text": ["bert-base", "roberta-base", "distilbert-base", "tinybert", "minilm"],
     }.items():
         for model in models:
             wanted = f"task~{task}/model~{model}/framework~torch/device~cuda"

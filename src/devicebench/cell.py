@@ -195,9 +195,9 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
     skip = launch.skip_reason(settings) or spark.skip_reason(settings)
     if not skip and settings["mode"] == "serve":
-        from devicebench.serving.models import skip_reason
+        from devicebench.serving.scoring import skip_reason
 
-        skip = skip_reason(settings["framework"], settings["model"])
+        skip = skip_reason(settings)
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
     if not skip and (reason := hook(settings["task"], "skip_reason")):

@@ -1,5 +1,8 @@
 """The serving table: one row per serve cell, as a client saw the server, with its price.
 
+Every serve task shares it: samples_per_s counts images (serve_image) or review texts
+(serve_text), one per request; seq_len is the text cells' token limit (empty for images).
+
 Throughput and latency come from the closed-loop client pool; LoadGen's Offline throughput,
 SingleStream p90 and the highest Server QPS it called VALID sit beside them. Cost per 1,000
 requests = hourly price of the cell's device / 3,600 / requests per second x 1,000. Replica
@@ -21,8 +24,9 @@ from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 
 SERVING_COLUMNS = [
-    "task", "model", "framework", "device_label", "precision", "batch_size", "server", "replicas",
-    "clients", "status", "message", "requests", "requests_per_s", "images_per_s", "p50_ms",
+    "task", "model", "framework", "device_label", "precision", "batch_size", "seq_len", "server",
+    "replicas", "clients", "status", "message", "requests", "requests_per_s", "samples_per_s",
+    "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "offline_samples_per_s", "offline_valid",
     "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
@@ -72,7 +76,8 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         "message": record.get("message"),
         "requests": pool.get("requests"),
         "requests_per_s": rate,
-        "images_per_s": pool.get("images_per_s"),
+        "samples_per_s": pool.get("samples_per_s", pool.get("images_per_s")),
+        "images_per_s": pool.get("images_per_s") if axes.get("task") == "serve_image" else None,
         **{f"{p}_ms": latency.get(p) for p in ("p50", "p90", "p99", "max")},
         "errors": pool.get("errors"),
         "error_rate": pool.get("error_rate"),
@@ -101,11 +106,13 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
         if (record.get("axes") or {}).get("mode") == "serve":
             rows.append(_row(record, prices))
     df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))
-    keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "clients"]
+    keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
+    keys += ["clients"]
     return df.sort_values([*keys, "server", "replicas"], kind="stable").reset_index(drop=True)
 
 
-SCALING_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "server"]
+SCALING_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
+SCALING_KEYS += ["server"]
 
 
 def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,11 @@ def _ok(serving: pd.DataFrame) -> pd.DataFrame:
     series = ["framework", "precision", "batch_size", "server", "replicas"]
     df["series"] = df[series].astype(str).agg(" · ".join, axis=1)
     df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)
+    if "seq_len" in df:  # text cells: their token limit tells them apart
+        text = df["seq_len"].notna()
+        tag = " · seq " + df.loc[text, "seq_len"].astype(int).astype(str)
+        df.loc[text, "series"] += tag
+        df.loc[text, "cell"] += tag
     return df
 
 

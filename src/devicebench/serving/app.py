@@ -1,11 +1,13 @@
-"""The scoring service: FastAPI under uvicorn, JPEG in, top class and score out, dynamic batching.
+"""The scoring service: FastAPI under uvicorn, a JPEG or a text in, top class and score out,
+dynamic batching.
 
-``python -m devicebench.serving.app --framework torch --model mobilenetv2 --port-file F`` builds
-the model, binds 127.0.0.1 (another interface only with --host), takes another free port when the
-asked one is in use, writes the port it serves on to --port-file, and serves until SIGTERM.
-Requests wait at most --batch-wait-ms for others to share a batch of up to --max-batch images.
-JPEG decoding runs in --decode-workers processes (0: threads of the server process), so the
-model's thread does not fight the decoders for the interpreter lock.
+``python -m devicebench.serving.app --task serve_image --model mobilenetv2 --port-file F`` (or
+``--task serve_text --model bert-base --seq-len 128 --tokenizer T``) builds the task's scorer
+(scoring.py), binds 127.0.0.1 (another interface only with --host), takes another free port when
+the asked one is in use, writes the port it serves on to --port-file, and serves until SIGTERM.
+Requests wait at most --batch-wait-ms for others to share a batch of up to --max-batch samples.
+Decoding (JPEG, or tokenizing) runs in --decode-workers processes (0: threads of the server
+process), so the model's thread does not fight the decoders for the interpreter lock.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import io
 import resource
 import socket
 import sys
@@ -26,42 +27,25 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 
-JPEG = "image/jpeg"
+from devicebench.serving.scoring import BadRequest, Scorer, make_scorer
 
-
-class BadImage(ValueError):
-    """A body that is not a decodable JPEG image."""
-
-
-def decode_jpeg(body: bytes, size: int) -> np.ndarray:
-    """Decode and resize one JPEG as a service would (Pillow); H×W×3 uint8."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(body)) as image:
-            if image.format != "JPEG":
-                raise BadImage(f"the body is a {image.format} image, not JPEG")
-            image.load()  # a truncated JPEG fails here
-            rgb = image.convert("RGB").resize((size, size), Image.BILINEAR)
-    except UnidentifiedImageError as error:
-        raise BadImage("the body is not an image Pillow can identify") from error
-    except (OSError, SyntaxError) as error:
-        raise BadImage(f"the JPEG cannot be decoded: {error}") from error
-    return np.asarray(rgb, dtype=np.uint8)
+UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
 
 
 class Batcher:
-    """Collects queued images into batches of up to `max_batch`, waiting at most `wait_s`."""
+    """Collects queued samples into batches of up to `max_batch`, waiting at most `wait_s`;
+    `collate` makes one model batch of them (stacked images, padded token ids)."""
 
-    def __init__(self, predict, max_batch: int, wait_s: float):
+    def __init__(self, predict, max_batch: int, wait_s: float, collate=np.stack):
         self.predict, self.max_batch, self.wait_s = predict, max_batch, wait_s
+        self.collate = collate
         self.queue: asyncio.Queue = asyncio.Queue()
         self.sizes: Counter[int] = Counter()
         self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
 
-    async def score(self, image: np.ndarray) -> tuple[int, float]:
+    async def score(self, sample) -> tuple[int, float]:
         future = asyncio.get_running_loop().create_future()
-        await self.queue.put((image, future))
+        await self.queue.put((sample, future))
         return await future
 
     async def run(self) -> None:
@@ -80,8 +64,8 @@ class Batcher:
                     items.append(await asyncio.wait_for(self.queue.get(), remaining))
                 except TimeoutError:
                     break
-            batch = np.stack([image for image, _ in items])
             try:
+                batch = self.collate([sample for sample, _ in items])
                 classes, scores = await loop.run_in_executor(self.model_thread, self.predict, batch)
             except Exception as error:  # noqa: BLE001 - each waiting request gets a 500
                 for _, future in items:
@@ -115,14 +99,26 @@ def decoder_pool(workers: int) -> Executor | None:
     return pool
 
 
-async def read_image(
-    request: Request, max_body: int, image_size: int, reject, decoder: Executor | None = None
-) -> np.ndarray:
-    """The request's JPEG decoded, or `reject(status, message)` raised: 415 for another content
-    type, 413 over `max_body` bytes, 400 for an empty body or one that is not a JPEG."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != JPEG:
-        raise reject(415, f"content type {kind or 'none'!r} is not {JPEG}: send JPEG bytes")
+def check_content_type(header: str, scorer: Scorer) -> str | None:
+    """Why a request's content type is not the scorer's (None: it is); text must be UTF-8."""
+    kind, _, params = header.partition(";")
+    kind = kind.strip().lower()
+    if kind != scorer.content_type:
+        return f"content type {kind or 'none'!r} is not {scorer.content_type}: send {scorer.body}"
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        charset = value.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in UTF8:
+            return f"charset {charset!r} is not UTF-8: send {scorer.body}"
+    return None
+
+
+async def read_request(request: Request, max_body: int, scorer: Scorer, reject, decoder=None):
+    """The request's body decoded by the scorer, or `reject(status, message)` raised: 415 for
+    another content type, 413 over `max_body` bytes, 400 for an empty or undecodable body."""
+    wrong = check_content_type(request.headers.get("content-type", ""), scorer)
+    if wrong:
+        raise reject(415, wrong)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_body:
         raise reject(413, f"body of {declared} bytes is over the {max_body}-byte limit")
@@ -132,29 +128,26 @@ async def read_image(
         if len(body) > max_body:
             raise reject(413, f"body is over the {max_body}-byte limit")
     if not body:
-        raise reject(400, "empty body: send the JPEG bytes of one image")
+        raise reject(400, f"empty body: send {scorer.body}")
     try:
-        return await asyncio.get_running_loop().run_in_executor(
-            decoder, decode_jpeg, bytes(body), image_size
-        )
-    except BadImage as error:
+        return await asyncio.get_running_loop().run_in_executor(decoder, scorer.decode, bytes(body))
+    except BadRequest as error:
         raise reject(400, str(error)) from None
 
 
 def create_app(
-    predict,
+    scorer: Scorer,
     *,
-    image_size: int,
     max_batch: int,
     wait_s: float,
     max_body: int,
     info,
     decoder: Executor | None = None,
 ):
-    """The FastAPI app: POST /predict (image/jpeg), GET /health, GET /stats."""
+    """The FastAPI app: POST /predict (the scorer's content type), GET /health, GET /stats."""
     from contextlib import asynccontextmanager
 
-    batcher = Batcher(predict, max_batch, wait_s)
+    batcher = Batcher(scorer.predict, max_batch, wait_s, scorer.collate)
     counts: Counter[str] = Counter()
 
     @asynccontextmanager
@@ -181,8 +174,8 @@ def create_app(
 
     @app.post("/predict")
     async def score(request: Request) -> dict[str, Any]:
-        image = await read_image(request, max_body, image_size, reject, decoder)
-        label, probability = await batcher.score(image)
+        sample = await read_request(request, max_body, scorer, reject, decoder)
+        label, probability = await batcher.score(sample)
         counts["ok"] += 1
         return {"class": label, "score": probability}
 
@@ -209,11 +202,14 @@ def bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every scoring server takes (this one and the Ray Serve one)."""
+    parser.add_argument("--task", default="serve_image", choices=["serve_image", "serve_text"])
     parser.add_argument("--framework", default="torch")
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument("--image-size", type=int, default=224, help="serve_image")
+    parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
+    parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
@@ -230,11 +226,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def scorer_of(args: argparse.Namespace) -> Scorer:
+    """The scorer the server's options describe (both engines build theirs here)."""
+    return make_scorer(
+        args.task,
+        args.framework,
+        args.model,
+        args.device,
+        args.precision,
+        max_batch=args.max_batch,
+        image_size=args.image_size,
+        seq_len=args.seq_len,
+        tokenizer=args.tokenizer,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import uvicorn
-
-    from devicebench.serving.models import Classifier
 
     if args.threads and args.framework in ("torch", "keras-torch"):
         import torch
@@ -242,17 +251,16 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     decoder = decoder_pool(args.decode_workers)
-    model = Classifier(args.framework, args.model, args.image_size, args.device, args.precision)
-    model.predict(np.zeros((args.max_batch, args.image_size, args.image_size, 3), np.uint8))
+    scorer = scorer_of(args)
+    scorer.predict(scorer.warmup)
     load_s = time.perf_counter() - started
     sock, note = bind(args.host, args.port)
     port = sock.getsockname()[1]
-    info = {"model": args.model, "framework": args.framework, "parameters": model.parameters}
-    info |= {"decode_workers": args.decode_workers}
-    info |= {"load_s": load_s, "port": port, "port_note": note}
+    info = {"task": args.task, "model": args.model, "framework": args.framework}
+    info |= {"parameters": scorer.parameters, "decode_workers": args.decode_workers}
+    info |= {"load_s": load_s, "port": port, "port_note": note, **scorer.info}
     app = create_app(
-        model.predict,
-        image_size=args.image_size,
+        scorer,
         max_batch=args.max_batch,
         wait_s=args.batch_wait_ms / 1000,
         max_body=args.max_body_bytes,

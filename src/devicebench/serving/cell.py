@@ -1,5 +1,8 @@
 """The serve cell: start the scoring server, drive it with the client pool and LoadGen, record.
 
+The same for every serve task: serve_image sends the dataset's JPEG bytes, serve_text its review
+texts (the dataset's `x_test` are the request bodies); the server knows the rest (scoring.py).
+
 Everything is measured from outside, as a client sees it. The server is stopped when the cell
 ends, fails or is interrupted; a kill of the worker takes it along (see serving.process).
 """
@@ -15,8 +18,9 @@ from devicebench.sampler import Sampler
 from devicebench.serving import loadgen
 from devicebench.serving.clients import run_pool
 from devicebench.serving.process import ServerProcess
+from devicebench.serving.scoring import CLIENT_CONTENT_TYPES
 
-# What a serve cell does unless the config's `tasks.serve_image.serve` says otherwise.
+# What a serve cell does unless the config's `tasks.<serve task>.serve` says otherwise.
 DEFAULTS: dict[str, Any] = {
     "image_size": 224,
     "requests": 1000,
@@ -60,11 +64,16 @@ def decode_workers(serve: dict[str, Any], threads: int) -> int:
     return min(8, threads // 4) if threads >= 8 else 0
 
 
-def make_server(settings: dict[str, Any], serve: dict[str, Any], log_dir: Path) -> ServerProcess:
+def make_server(
+    settings: dict[str, Any], serve: dict[str, Any], log_dir: Path, tokenizer: Path | None = None
+) -> ServerProcess:
     """The cell's server, not started yet: uvicorn (one process) or Ray Serve (N replicas)."""
     engine = settings.get("server", "uvicorn")
     replicas = int(settings.get("replicas", 1))
     common = dict(
+        task=settings["task"],
+        seq_len=int(settings.get("seq_len", 128)),
+        tokenizer=tokenizer,
         framework=settings["framework"],
         model=settings["model"],
         device=settings["device"],
@@ -98,13 +107,15 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     payloads = list(dataset.x_test)
     log_dir = Path(settings.get("log_dir") or "serve-logs")
     clients = int(settings.get("clients", 20))
-    server = make_server(settings, serve, log_dir)
+    server = make_server(settings, serve, log_dir, getattr(dataset, "tokenizer", None))
+    kind = CLIENT_CONTENT_TYPES[settings["task"]]
     started = time.perf_counter()
     with server:
         startup_s = time.perf_counter() - started
         url = f"{server.url}/predict"
         log(f"server {server.pid} up at {server.url} in {startup_s:.1f} s")
-        warm = run_pool(url, payloads, clients=clients, requests=int(serve["warmup_requests"]))
+        warmup = int(serve["warmup_requests"])
+        warm = run_pool(url, payloads, clients=clients, requests=warmup, content_type=kind)
         sampler = Sampler(str(settings["device"]), enabled=True).start()
         timed_start = time.time()
         pool = run_pool(
@@ -114,6 +125,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             requests=int(serve["requests"]),
             timeout_s=float(serve["request_timeout_s"]),
             window_s=float(serve["stability_window_s"]),
+            content_type=kind,
         )
         timed_end = time.time()
         utilization = sampler.stop()
@@ -122,7 +134,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             f" req/s, p99 {pool['latency_ms'].get('p99', float('nan')):.1f} ms, "
             f"{pool['errors']} errors"
         )
-        scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir)
+        scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir, kind)
         stats = server.stats()
     return {
         "serving": {
@@ -133,7 +145,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             "port_note": server.health.get("port_note", ""),
             "startup_s": startup_s,
             "model_load_s": server.health.get("load_s"),
-            "image_size": int(serve["image_size"]),
+            **_inputs(settings, serve, server.health),
             "max_batch": int(settings["batch_size"]),
             "batch_wait_ms": float(serve["batch_wait_ms"]),
             "decode_workers": server.health.get("decode_workers"),
@@ -150,7 +162,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             "latency_ms": pool["latency_ms"],
         },
         "throughput": {
-            "samples_per_s": pool["images_per_s"],
+            "samples_per_s": pool["samples_per_s"],
             "requests_per_s": pool["requests_per_s"],
         },
         "memory": {"peak_host_mb": stats["peak_rss_mb"], "peak_device_mb": None},
@@ -159,19 +171,27 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     }
 
 
+def _inputs(settings, serve, health) -> dict[str, Any]:
+    """What one request holds: the image size, or the text's token limit and the padding."""
+    if settings["task"] == "serve_text":
+        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
+    return {"image_size": int(serve["image_size"])}
+
+
 def _replica_peaks(stats: dict[str, Any]) -> list[float] | None:
     """Ray Serve: each replica's peak resident memory (MB), dead and restarted ones included."""
     replicas = stats.get("replicas")
     return [r["peak_rss_mb"] for r in replicas.values()] if replicas else None
 
 
-def _loadgen(url, payloads, serve, pool, clients, log_dir: Path) -> dict[str, Any]:
+def _loadgen(url, payloads, serve, pool, clients, log_dir: Path, kind: str) -> dict[str, Any]:
     """Each configured LoadGen scenario; Server with the short search for the highest valid QPS."""
     options = {
         "min_duration_s": float(serve["loadgen_min_duration_s"]),
         "min_queries": int(serve["loadgen_min_queries"]),
         "target_latency_ms": float(serve["server_latency_ms"]),
         "max_connections": clients,
+        "content_type": kind,
     }
     expected = max(pool["requests_per_s"], 1.0)
     out: dict[str, Any] = {}

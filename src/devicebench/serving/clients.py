@@ -1,12 +1,13 @@
-"""The cloud study's closed-loop client pool: N async HTTP clients score R images between them.
+"""The cloud study's closed-loop client pool: N async HTTP clients score R samples between them.
 
 The clients are aiohttp's: on this 2-core machine one httpx AsyncClient process issued about 120
 requests/s against a trivial FastAPI route, aiohttp's about 1,400, so an httpx pool measured
 itself rather than the server (on the H100 a ResNet-50 server seemed to top out at 150 req/s).
 
-Each client sends its next image as soon as its previous answer arrives; latency is taken from
-issue to answer, as the client sees it. Errors (non-200 answers, transport failures, timeouts)
-are counted, never retried, so a failing server shows as errors rather than a hang.
+Each client sends its next sample (JPEG bytes, or a review's UTF-8 text) as soon as its previous
+answer arrives; latency is taken from issue to answer, as the client sees it. Errors (non-200
+answers, transport failures, timeouts) are counted, never retried, so a failing server shows as
+errors rather than a hang.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ import numpy as np
 
 from devicebench.timing import latency_percentiles
 
+JPEG = "image/jpeg"
 
-async def _pool(url: str, payloads, clients: int, requests: int, timeout_s: float) -> list:
+
+async def _pool(
+    url: str, payloads, clients: int, requests: int, timeout_s: float, content_type: str
+) -> list:
     import aiohttp
 
     results: list[tuple[float, float, bool, str]] = []
     issued = iter(range(requests))
-    headers = {"content-type": "image/jpeg"}
+    headers = {"content-type": content_type}
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
@@ -70,9 +75,11 @@ def run_pool(
     requests: int,
     timeout_s: float = 60.0,
     window_s: float = 1.0,
+    content_type: str = JPEG,
 ) -> dict[str, Any]:
-    """Drive `url` with the closed-loop pool; throughput, latency percentiles, errors, stability."""
-    results = asyncio.run(_pool(url, payloads, clients, requests, timeout_s))
+    """Drive `url` with the closed-loop pool; throughput, latency percentiles, errors, stability.
+    `payloads` are request bodies (bytes), sent as `content_type`."""
+    results = asyncio.run(_pool(url, payloads, clients, requests, timeout_s, content_type))
     starts = np.array([r[0] for r in results])
     ends = np.array([r[1] for r in results])
     ok = np.array([r[2] for r in results], dtype=bool)
@@ -93,7 +100,8 @@ def run_pool(
         "error_reasons": reasons,
         "duration_s": duration,
         "requests_per_s": float(ok.sum()) / duration,
-        "images_per_s": float(ok.sum()) / duration,  # one image per request
+        "samples_per_s": float(ok.sum()) / duration,  # one sample per request
+        "images_per_s": float(ok.sum()) / duration,  # the same; the name serve_image had first
         "latency_ms": _latency(ends[ok] - starts[ok]),
         "stability_cov": cov,
         "stability_window_s": window_s,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 SCENARIOS = ("SingleStream", "Server", "Offline")
+JPEG = "image/jpeg"
 # LoadGen's Server verdict needs its early-stopping estimate of the p99 to hold: with every query
 # under the bound that takes n >= log(0.01) / log(0.99) = 459 queries. A run with fewer is INVALID
 # however fast it answered (on the H100, p99 27 ms against a 100 ms bound), which would send the
@@ -25,12 +26,13 @@ SERVER_EARLY_STOPPING_QUERIES = math.ceil(math.log(0.01) / math.log(0.99))
 
 
 class HttpSut:
-    """Sends each LoadGen query sample (an image index) as one POST to the server."""
+    """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
 
-    def __init__(self, url: str, payloads, max_connections: int):
+    def __init__(self, url: str, payloads, max_connections: int, content_type: str = JPEG):
         import aiohttp
 
         self.url, self.payloads = url, payloads
+        self.headers = {"content-type": content_type}
         self.errors = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -50,8 +52,7 @@ class HttpSut:
 
         payload = self.payloads[sample.index % len(self.payloads)]
         try:
-            headers = {"content-type": "image/jpeg"}
-            async with self.client.post(self.url, data=payload, headers=headers) as answer:
+            async with self.client.post(self.url, data=payload, headers=self.headers) as answer:
                 await answer.read()
                 if answer.status != 200:
                     self.errors += 1
@@ -93,6 +94,7 @@ def run_scenario(
     target_qps: float = 10.0,
     target_latency_ms: float = 100.0,
     max_connections: int = 64,
+    content_type: str = JPEG,
 ) -> dict[str, Any]:
     """One LoadGen performance run; LoadGen's result, validity and latencies, and HTTP errors."""
     import mlperf_loadgen as lg
@@ -115,7 +117,7 @@ def run_scenario(
     logging.log_output.outdir = str(log_dir)
     logging.log_output.copy_summary_to_stdout = False
     logging.enable_trace = False
-    sut = HttpSut(url, payloads, max_connections)
+    sut = HttpSut(url, payloads, max_connections, content_type)
     sut_handle = lg.ConstructSUT(sut.issue, sut.flush)
     count = len(payloads)
     qsl = lg.ConstructQSL(count, count, lambda _: None, lambda _: None)

@@ -7,10 +7,14 @@ a ``skipped`` cell with the reason, not an error.
 
 from __future__ import annotations
 
+import io
 import os
+from functools import partial
 from typing import Any
 
 import numpy as np
+
+from devicebench.serving.scoring import CONTENT_TYPES, BadRequest, Scorer
 
 MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
 NUM_CLASSES = 1000
@@ -29,6 +33,44 @@ KERAS_APPLICATIONS = {
 }
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+
+
+class BadImage(BadRequest):
+    """A body that is not a decodable JPEG image."""
+
+
+def decode_jpeg(body: bytes, size: int) -> np.ndarray:
+    """Decode and resize one JPEG as a service would (Pillow); H×W×3 uint8."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(body)) as image:
+            if image.format != "JPEG":
+                raise BadImage(f"the body is a {image.format} image, not JPEG")
+            image.load()  # a truncated JPEG fails here
+            rgb = image.convert("RGB").resize((size, size), Image.BILINEAR)
+    except UnidentifiedImageError as error:
+        raise BadImage("the body is not an image Pillow can identify") from error
+    except (OSError, SyntaxError) as error:
+        raise BadImage(f"the JPEG cannot be decoded: {error}") from error
+    return np.asarray(rgb, dtype=np.uint8)
+
+
+def image_scorer(
+    framework: str, model: str, device: str, precision: str, max_batch: int, image_size: int
+) -> Scorer:
+    """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
+    classifier = Classifier(framework, model, image_size, device, precision)
+    return Scorer(
+        content_type=CONTENT_TYPES["serve_image"],
+        body="the JPEG bytes of one image",
+        decode=partial(decode_jpeg, size=image_size),
+        collate=np.stack,
+        predict=classifier.predict,
+        parameters=classifier.parameters,
+        warmup=np.zeros((max_batch, image_size, image_size, 3), np.uint8),
+        info={"image_size": image_size},
+    )
 
 
 def skip_reason(framework: str, model: str) -> str | None:

@@ -19,6 +19,15 @@ from typing import Any
 from devicebench.cell import REPO, _die_with_parent
 
 
+def task_arguments(
+    task: str, image_size: int, seq_len: int, tokenizer: Path | str | None
+) -> list[str]:
+    """The server options saying what it scores: images of a size, or texts of a length."""
+    if task == "serve_text":
+        return ["--task", task, "--seq-len", str(seq_len), "--tokenizer", str(tokenizer or "")]
+    return ["--task", task, "--image-size", str(image_size)]
+
+
 class ServerFailed(RuntimeError):
     """The server exited or never answered its health check; the message has its log's tail."""
 
@@ -31,10 +40,13 @@ class ServerProcess:
         *,
         framework: str,
         model: str,
+        task: str = "serve_image",
         device: str = "cpu",
         precision: str = "fp32",
         threads: int = 0,
         image_size: int = 224,
+        seq_len: int = 128,
+        tokenizer: Path | str | None = None,
         max_batch: int = 8,
         batch_wait_ms: float = 5.0,
         max_body_bytes: int = 1 << 20,
@@ -54,7 +66,8 @@ class ServerProcess:
             "devicebench.serving.app",
             *("--framework", framework, "--model", model, "--device", device),
             *("--precision", precision, "--threads", str(threads)),
-            *("--image-size", str(image_size), "--max-batch", str(max_batch)),
+            *task_arguments(task, image_size, seq_len, tokenizer),
+            *("--max-batch", str(max_batch)),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
             *("--decode-workers", str(decode_workers)),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),

@@ -5,7 +5,7 @@
 deploys N replicas of the classifier behind Serve's HTTP proxy on 127.0.0.1 at a free port, writes
 that port to --port-file once every replica answers, and serves until SIGTERM, when it shuts
 Serve and its local Ray down. Each replica batches with ``@serve.batch`` (at most --max-batch
-images, waiting at most --batch-wait-ms) and reports the batch sizes it formed to one stats actor,
+samples, waiting at most --batch-wait-ms) and reports the batch sizes it formed to one stats actor,
 so GET /stats sums them over every replica, including replicas that died and were replaced (its
 peak_rss_mb is the sum of the replicas' peaks).
 """
@@ -23,10 +23,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 from fastapi import HTTPException, Request
 
-from devicebench.serving.app import add_server_arguments, read_image
+from devicebench.serving.app import add_server_arguments, read_request, scorer_of
 
 APP_NAME = "devicebench"
 
@@ -77,19 +76,14 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
     @serve.ingress(api)
     class Scorer:
         def __init__(self) -> None:
-            from devicebench.serving.models import Classifier
-
             if args.framework in ("torch", "keras-torch"):
                 import torch
 
                 torch.set_num_threads(threads)
             started = time.perf_counter()
             device = "cuda" if cuda else args.device  # Ray picks the GPU (CUDA_VISIBLE_DEVICES)
-            self.model = Classifier(
-                args.framework, args.model, args.image_size, device, args.precision
-            )
-            size = args.image_size
-            self.model.predict(np.zeros((args.max_batch, size, size, 3), np.uint8))
+            self.scorer = scorer_of(argparse.Namespace(**{**vars(args), "device": device}))
+            self.scorer.predict(self.scorer.warmup)
             self.load_s = time.perf_counter() - started
             self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
             self.sizes: Counter[int] = Counter()
@@ -115,7 +109,9 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
 
         @api.get("/health")
         async def health(self) -> dict[str, Any]:
-            return {"status": "ok", **info, "load_s": self.load_s}
+            parameters = self.scorer.parameters
+            return {"status": "ok", **info, **self.scorer.info, "parameters": parameters,
+                    "load_s": self.load_s}  # fmt: skip
 
         @api.get("/stats")
         async def stats(self) -> dict[str, Any]:
@@ -125,19 +121,19 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
 
         @api.post("/predict")
         async def predict(self, request: Request) -> dict[str, Any]:
-            image = await read_image(request, args.max_body_bytes, args.image_size, self._reject)
-            label, probability = await self.score(image)
+            sample = await read_request(request, args.max_body_bytes, self.scorer, self._reject)
+            label, probability = await self.score(sample)
             self.counts["ok"] += 1
             return {"class": label, "score": probability}
 
         @serve.batch(max_batch_size=args.max_batch, batch_wait_timeout_s=args.batch_wait_ms / 1000)
-        async def score(self, images: list[np.ndarray]) -> list[tuple[int, float]]:
+        async def score(self, samples: list[Any]) -> list[tuple[int, float]]:
             loop = asyncio.get_running_loop()
-            batch = np.stack(images)
+            batch = self.scorer.collate(samples)
             classes, scores = await loop.run_in_executor(
-                self.model_thread, self.model.predict, batch
+                self.model_thread, self.scorer.predict, batch
             )
-            self.sizes[len(images)] += 1
+            self.sizes[len(samples)] += 1
             self._report()
             return [(int(c), float(s)) for c, s in zip(classes, scores, strict=True)]
 
@@ -212,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         port, note = free_port(args.host, args.port)
         serve.start(http_options={"host": args.host, "port": port})
-        info = {"model": args.model, "framework": args.framework, "server": "ray-serve"}
+        info = {"task": args.task, "model": args.model, "framework": args.framework}
+        info |= {"server": "ray-serve"}
         info |= {"replicas": args.replicas, "port": port, "port_note": note}
         info |= {"decode_workers": 0, "ray_address": args.ray_address or "local"}
         serve.run(deployment(args, info), name=APP_NAME, route_prefix="/")

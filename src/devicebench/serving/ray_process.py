@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-from devicebench.serving.process import ServerProcess
+from devicebench.serving.process import ServerProcess, task_arguments
 
 
 def tree(pid: int) -> list:
@@ -35,11 +35,14 @@ class RayServeProcess(ServerProcess):
         *,
         framework: str,
         model: str,
+        task: str = "serve_image",
         device: str = "cpu",
         precision: str = "fp32",
         threads: int = 1,
         replicas: int = 1,
         image_size: int = 224,
+        seq_len: int = 128,
+        tokenizer=None,
         max_batch: int = 8,
         batch_wait_ms: float = 5.0,
         max_body_bytes: int = 1 << 20,
@@ -64,7 +67,8 @@ class RayServeProcess(ServerProcess):
             "devicebench.serving.ray_app",
             *("--framework", framework, "--model", model, "--device", device),
             *("--precision", precision, "--threads", str(max(1, threads))),
-            *("--replicas", str(replicas), "--image-size", str(image_size)),
+            *("--replicas", str(replicas)),
+            *task_arguments(task, image_size, seq_len, tokenizer),
             *("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms)),
             *("--max-body-bytes", str(max_body_bytes), "--ray-address", ray_address),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),

@@ -15,7 +15,8 @@ of an optional hook is what the classic workloads do):
     ``train_fractions``; config/schema.yaml types them) and each value becomes a cell axis.
     Registered into ``devicebench.tasks.TASKS`` so ``get_task`` finds it.
 
-``make_backend(spec, settings, dataset) -> backend``
+``make_backend(spec, settings, dataset) -> backend`` (not for serve tasks: their model lives
+in the scoring server, devicebench.serving, and ``load_data`` gives the request bodies)
     The object the driver times (see ``devicebench.driver.Backend``), with the interface of
     ``frameworks.torch_backend.TorchBackend``: ``name``, ``fit_loop``, ``train_samples``,
     ``test_samples``, ``sync()``, ``new_model(seed)``, ``parameter_count()``,
@@ -68,6 +69,7 @@ MODULES: dict[str, str] = {
     "text_classify": "devicebench.workloads.text_classify",
     "cifar10_finetune": "devicebench.workloads.cifar10_finetune",
     "conll_ner": "devicebench.workloads.conll_ner",
+    "serve_text": "devicebench.workloads.serve_text",
 }
 
 

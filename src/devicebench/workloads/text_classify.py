@@ -103,13 +103,21 @@ def validate(task_settings: dict[str, Any]) -> None:
                 )
 
 
+def keras_missing(model: str) -> str:
+    """Why a model has no Keras port here: its family is in keras-hub only (serve_text says it
+    too)."""
+    from devicebench.workloads import keras_hub_only
+
+    family = MODELS[model][0] if model in MODELS else "bert"
+    names = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
+    return keras_hub_only(names[family])
+
+
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped: the BERT family is in keras-hub only (not installable)."""
-    from devicebench.workloads import keras_hub_only, keras_skip_reason
+    from devicebench.workloads import keras_skip_reason
 
-    family = MODELS[settings["model"]][0]
-    names = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
-    return keras_skip_reason("text_classify", settings, keras_hub_only(names[family]))
+    return keras_skip_reason("text_classify", settings, keras_missing(settings["model"]))
 
 
 def tokenizer_path(data_dir: Path, vocab_size: int | None = None) -> Path:
@@ -155,7 +163,7 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     return tokenizer
 
 
-def _reviews(data_dir: Path) -> dict[str, tuple[list[str], np.ndarray]]:
+def reviews(data_dir: Path) -> dict[str, tuple[list[str], np.ndarray]]:
     """Each split's review texts and labels, verified and in the imdb loader's shuffled order."""
     from devicebench.data import imdb, verify_manifest
 
@@ -176,7 +184,7 @@ def prepare_data(data_dir: Path) -> Path:
     path = tokenizer_path(data_dir)
     if path.exists():
         return path
-    texts, _ = _reviews(data_dir)["train"]
+    texts, _ = reviews(data_dir)["train"]
     tokenizer = train_tokenizer(texts, int(SPEC.option("vocab_size")))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -240,7 +248,7 @@ def load_data(settings: dict[str, Any]) -> TextData:
         tokenize = encode
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     splits = {}
-    for split, (texts, labels) in _reviews(manifest.parent).items():
+    for split, (texts, labels) in reviews(manifest.parent).items():
         wanted = settings.get(f"{split}_samples") or info[f"{split}_samples"]
         n = min(int(wanted), len(texts))
         splits[split] = tokenize(tokenizer, texts[:n], seq_len) | {"labels": labels[:n]}
