@@ -6,11 +6,11 @@ rule prepare_data:
         "results/data/{dataset}/{source}/manifest.json",
     log:
         "results/logs/data/{dataset}-{source}.log",
+    conda:
+        "../envs/torch.yaml"
     resources:
         # the timed cells' slot: preparing one data set never runs beside a timed cell
         bench=cell_bench,
-    conda:
-        "../envs/torch.yaml"
     params:
         script=script_path("prepare_data.py"),
         args=lambda wc: data_args(wc.dataset, wc.source),

@@ -24,6 +24,8 @@ POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"
 class KerasBackend:
     """One task's Keras model, optimizer and device-resident data for one cell."""
 
+    compiled = False  # the classic tasks run eagerly; workload subclasses may compile
+
     def __init__(self, spec: TaskSpec, settings: dict[str, Any], dataset: Any) -> None:
         import keras
 
@@ -117,16 +119,19 @@ class KerasBackend:
         self._step, self._predict = self._functions(model)
 
     def _functions(self, model: Any) -> tuple[Any, Any]:
+        """The train step and the forward pass, as Keras' own trainers wrap them: tf.function
+        (XLA when `compiled`) on TensorFlow; torch.compile when `compiled` on torch."""
+        jit = self.compiled
         if self.kind == "tensorflow":
             import tensorflow as tf
 
             x_train, y_train = self.x_train, self.y_train
 
-            @tf.function(jit_compile=False, reduce_retracing=True)
+            @tf.function(jit_compile=jit, reduce_retracing=True)
             def step(index):
                 return model.train_step((tf.gather(x_train, index), tf.gather(y_train, index)))
 
-            @tf.function(jit_compile=False, reduce_retracing=True)
+            @tf.function(jit_compile=jit, reduce_retracing=True)
             def predict(x):
                 return model(x, training=False)
 
@@ -136,11 +141,16 @@ class KerasBackend:
         def torch_step(index):
             return model.train_step((self.x_train[index], self.y_train[index]))
 
+        def torch_forward(x):
+            return model(x, training=False)
+
+        forward = torch.compile(torch_forward) if jit else torch_forward
+
         def torch_predict(x):
             with torch.no_grad():
-                return model(x, training=False)
+                return forward(x)
 
-        return torch_step, torch_predict
+        return (torch.compile(torch_step) if jit else torch_step), torch_predict
 
     def parameter_count(self) -> int:
         return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))

@@ -210,37 +210,6 @@ class KerasImageBackend(KerasBackend):
             self.model.reset_metrics()
         self.rng = np.random.default_rng(seed)
 
-    def _functions(self, model: Any) -> tuple[Any, Any]:
-        if self.kind == "tensorflow":
-            import tensorflow as tf
-
-            x_train, y_train, jit = self.x_train, self.y_train, self.compiled
-
-            @tf.function(jit_compile=jit, reduce_retracing=True)
-            def step(index):
-                return model.train_step((tf.gather(x_train, index), tf.gather(y_train, index)))
-
-            @tf.function(jit_compile=jit, reduce_retracing=True)
-            def predict(x):
-                return model(x, training=False)
-
-            return step, predict
-        import torch
-
-        def torch_step(index):
-            return model.train_step((self.x_train[index], self.y_train[index]))
-
-        def torch_forward(x):
-            return model(x, training=False)
-
-        forward = torch.compile(torch_forward) if self.compiled else torch_forward
-
-        def torch_predict(x):
-            with torch.no_grad():
-                return forward(x)
-
-        return (torch.compile(torch_step) if self.compiled else torch_step), torch_predict
-
     def _first_compiled(self, kind: str, run) -> None:
         """A graph's first compiled call, timed apart as its compile time."""
         if kind in self._first:
