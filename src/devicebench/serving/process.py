@@ -55,7 +55,11 @@ class ServerProcess:
         port: int = 0,
         log_path: Path | None = None,
         startup_timeout_s: float = 300.0,
+        module: str = "devicebench.serving.app",
+        engine_arguments: list[str] | None = None,
     ):
+        """`module` is the server program; `engine_arguments` its own options after the common
+        ones (app.add_server_arguments), by default uvicorn's threads and decode workers."""
         self._tmp = Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
         self.port_file = self._tmp / "port"
         self.log_path = log_path or self._tmp / "server.log"
@@ -63,14 +67,18 @@ class ServerProcess:
         self.command = [
             sys.executable,
             "-m",
-            "devicebench.serving.app",
+            module,
             *("--framework", framework, "--model", model, "--device", device),
-            *("--precision", precision, "--threads", str(threads)),
+            *("--precision", precision),
             *task_arguments(task, image_size, seq_len, tokenizer),
             *("--max-batch", str(max_batch)),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
-            *("--decode-workers", str(decode_workers)),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
+            *(
+                engine_arguments
+                if engine_arguments is not None
+                else ["--threads", str(threads), "--decode-workers", str(decode_workers)]
+            ),
         ]
         self.process: subprocess.Popen | None = None
         self.url = ""

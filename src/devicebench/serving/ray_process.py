@@ -10,10 +10,10 @@ shutdown and then SIGKILLs every descendant it saw, so no raylet or Ray worker o
 from __future__ import annotations
 
 import signal
-import sys
 import time
+from typing import Any
 
-from devicebench.serving.process import ServerProcess, task_arguments
+from devicebench.serving.process import ServerProcess
 
 
 def tree(pid: int) -> list:
@@ -33,46 +33,27 @@ class RayServeProcess(ServerProcess):
     def __init__(
         self,
         *,
-        framework: str,
-        model: str,
-        task: str = "serve_image",
-        device: str = "cpu",
-        precision: str = "fp32",
         threads: int = 1,
         replicas: int = 1,
-        image_size: int = 224,
-        seq_len: int = 128,
-        tokenizer=None,
-        max_batch: int = 8,
-        batch_wait_ms: float = 5.0,
-        max_body_bytes: int = 1 << 20,
-        host: str = "127.0.0.1",
-        port: int = 0,
         ray_address: str = "",
-        log_path=None,
         startup_timeout_s: float = 600.0,
         stop_timeout_s: float = 30.0,
+        **options: Any,
     ):
+        """`options`: ServerProcess's (model, task, batching, host, port, log); `threads` are the
+        CPUs of all replicas together."""
+        if "decode_workers" in options:
+            raise TypeError("Ray Serve replicas decode their own requests: no decode_workers")
         super().__init__(
-            framework=framework,
-            model=model,
-            host=host,
-            log_path=log_path,
+            module="devicebench.serving.ray_app",
+            engine_arguments=[
+                *("--threads", str(max(1, threads)), "--replicas", str(replicas)),
+                *("--ray-address", ray_address),
+            ],
             startup_timeout_s=startup_timeout_s,
+            **options,
         )
         self.stop_timeout_s = stop_timeout_s
-        self.command = [
-            sys.executable,
-            "-m",
-            "devicebench.serving.ray_app",
-            *("--framework", framework, "--model", model, "--device", device),
-            *("--precision", precision, "--threads", str(max(1, threads))),
-            *("--replicas", str(replicas)),
-            *task_arguments(task, image_size, seq_len, tokenizer),
-            *("--max-batch", str(max_batch), "--batch-wait-ms", str(batch_wait_ms)),
-            *("--max-body-bytes", str(max_body_bytes), "--ray-address", ray_address),
-            *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
-        ]
         self.seen: dict[int, object] = {}
 
     def processes(self) -> list:
