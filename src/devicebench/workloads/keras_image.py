@@ -16,7 +16,6 @@ torch; the first compiled call of each graph is timed apart as ``compile_s``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -209,31 +208,6 @@ class KerasImageBackend(KerasBackend):
                 variable.assign(value)
             self.model.reset_metrics()
         self.rng = np.random.default_rng(seed)
-
-    def _first_compiled(self, kind: str, run) -> None:
-        """A graph's first compiled call, timed apart as its compile time."""
-        if kind in self._first:
-            self._first.discard(kind)
-            start = time.perf_counter()
-            self.sync(run())
-            self.compile_s[kind] = self.compile_s.get(kind, 0.0) + time.perf_counter() - start
-
-    def train_steps(self, steps: int) -> None:
-        """`steps` train steps over one shuffled pass; synchronises at the end."""
-        batch = self.batch_size
-        order = self._tensor(self.rng.permutation(self.train_samples)[: steps * batch])
-        first = 0
-        if steps and "train" in self._first:
-            self._first_compiled("train", lambda: self._step(order[:batch])["loss"])
-            first = 1
-        logs = None
-        for step in range(first, steps):
-            logs = self._step(order[step * batch : (step + 1) * batch])
-        self.sync(None if logs is None else logs["loss"])
-
-    def infer_batches(self, steps: int) -> list[float]:
-        self._first_compiled("infer", lambda: self._predict(self.x_test[: self.batch_size]))
-        return super().infer_batches(steps)
 
     def evaluate(self) -> tuple[np.ndarray, float]:
         """Predictions for the whole test set and its mean cross-entropy (untimed)."""
