@@ -5,14 +5,17 @@
     python benchmarks/serve_overhead.py --device cuda --precision bf16 \\
         --cases resnet50:32:224 resnet50:64:224 mobilenetv2:64:224 --client-processes 4
     python benchmarks/serve_overhead.py --server ray-serve --replicas 2 --device cpu --threads 2
+    python3 benchmarks/serve_overhead.py --device cuda --precision bf16 --replicas 4 \\
+        --cases resnet50:32:224 --clients 256 --client-processes 4
     python benchmarks/serve_overhead.py --device cuda --precision bf16 --cases bert-base:32:128
 
 A case is model:batch:image_size, or for a text model (serve_text: bert-base, roberta-base,
 distilbert-base, tinybert, minilm, bert-tiny) model:batch:seq_len. `in-process` times predict on
 a batch of already decoded images, or of already tokenized reviews padded to the batch's longest
 (the model's own throughput, host-to-device copy included, as an infer cell sees it); `server`
-is the same model in the scoring server (FastAPI under uvicorn, dynamic batches of up to `batch`;
-or Ray Serve with --replicas replicas sharing the device and @serve.batch), driven over HTTP by
+is the same model in the scoring server (FastAPI under uvicorn, dynamic batches of up to `batch`,
+--replicas processes behind the port; or Ray Serve with --replicas replicas sharing the device
+and @serve.batch), driven over HTTP by
 closed-loop clients sending JPEG bytes or review text (synthetic IMDb-like reviews of 40-300
 words, tokenized by a WordPiece trained here on synthetic training reviews), so it pays for HTTP,
 decoding or tokenizing, batching and the answer. `ratio` = server /
@@ -125,14 +128,17 @@ def _p99(result: dict) -> float:
 
 
 def make_server(args: argparse.Namespace, model_name: str, batch: int, task: dict):
-    """The server of --server: uvicorn (one process) or Ray Serve with --replicas replicas."""
+    """The server of --server with --replicas replicas: uvicorn (processes behind one port) or
+    Ray Serve (replicas behind Serve's proxy)."""
     common = dict(framework="torch", model=model_name, device=args.device)
     common |= dict(precision=args.precision, max_batch=batch, **task)
-    common |= dict(batch_wait_ms=args.batch_wait_ms)
+    common |= dict(batch_wait_ms=args.batch_wait_ms, batch_buckets=args.batch_buckets)
     if args.server == "ray-serve":
         threads = args.threads or os.cpu_count() or 1
         return RayServeProcess(**common, threads=threads, replicas=args.replicas)
-    return ServerProcess(**common, threads=args.threads, decode_workers=args.decode_workers)
+    return ServerProcess(
+        **common, threads=args.threads, decode_workers=args.decode_workers, replicas=args.replicas
+    )
 
 
 def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -> dict:
@@ -162,9 +168,7 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
         "size": f"seq {size}" if text else f"{size}px",
         "clients": clients,
         "decode_workers": args.decode_workers,
-        "server_engine": f"{args.server} x{args.replicas}"
-        if args.server == "ray-serve"
-        else "uvicorn",
+        "server_engine": f"{args.server} x{args.replicas}",
         "in_process": statistics.median(local),
         "server": statistics.median(served),
         "paired": statistics.median(s / i for s, i in zip(served, local, strict=True)),
@@ -192,7 +196,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     parser.add_argument("--server", default="uvicorn", choices=["uvicorn", "ray-serve"])
-    parser.add_argument("--replicas", type=int, default=1, help="ray-serve replicas")
+    parser.add_argument("--replicas", type=int, default=1, help="server replicas")
+    parser.add_argument("--batch-buckets", default="auto", help="auto, none or sizes 1,4,16")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     return parser.parse_args(argv)
 

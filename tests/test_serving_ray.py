@@ -17,6 +17,7 @@ import httpx
 import psutil
 import pytest
 from conftest import REPO
+from serving_helpers import gone_within, serve_cell, tree_of
 
 from devicebench.data import load_dataset, prepare_dataset
 from devicebench.serving.clients import run_pool
@@ -24,28 +25,6 @@ from devicebench.serving.ray_process import RayServeProcess
 
 SERVER = {"framework": "torch", "model": "mobilenetv2", "image_size": 32, "threads": 1}
 JPEG = {"content-type": "image/jpeg"}
-
-
-def tree_of(log_path) -> list[psutil.Process]:
-    """Every live process started for the server that logs to `log_path` (Ray's included: they
-    inherit the marker the launcher puts in the server's environment)."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get("DEVICEBENCH_SERVER_LOG") == str(log_path):
-                if process.status() != psutil.STATUS_ZOMBIE:
-                    found.append(process)
-        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-    return found
-
-
-def gone_within(log_path, seconds: float) -> list[psutil.Process]:
-    """The server's processes still alive after waiting up to `seconds` for them to go."""
-    deadline = time.monotonic() + seconds
-    while (left := tree_of(log_path)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return left
 
 
 @pytest.fixture(scope="module")
@@ -176,34 +155,12 @@ def test_a_killed_parent_leaves_no_ray_process(tmp_path):
     assert not left, f"processes outlived a killed parent: {[p.cmdline() for p in left]}"
 
 
-def serve_cell(tmp_path, replicas: int) -> dict:
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
-
-    manifest = prepare_dataset(
-        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
-    )
-    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
-    values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
-    serve = {"image_size": 32, "requests": 48, "warmup_requests": 8, "loadgen_scenarios": []}
-    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 540, "serve": json.dumps(serve)}
-    axes = {"clients": 4, "server": "ray-serve", "replicas": replicas}
-    log_dir = tmp_path / f"r{replicas}"
-    out = tmp_path / f"cell-r{replicas}.json"
-    record = run_cell(
-        make_cell(values, axes, settings), data=manifest, out=out, extra={"log_dir": str(log_dir)}
-    )
-    left = gone_within(log_dir / "server.log", 30)
-    assert not left, f"Ray processes outlived the cell: {[p.cmdline() for p in left]}"
-    return record | {"_path": str(out)}
-
-
 def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
     from devicebench.aggregate.serving import serving_table
     from devicebench.aggregate.serving_charts import replica_scaling
     from devicebench.report.findings import serving as serving_findings
 
-    records = {n: serve_cell(tmp_path, n) for n in (1, 2)}
+    records = {n: serve_cell(tmp_path, "ray-serve", n) for n in (1, 2)}
     for n, record in records.items():
         if record["status"] != "ok":
             pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
@@ -222,25 +179,6 @@ def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_pa
     lines = serving_findings(table, "serve_image")
     [finding] = [line for line in lines if "replica scaling" in line]
     assert f"{two / (2 * one):.2f} at 2 replicas" in finding, finding
-
-
-def test_a_uvicorn_cell_with_replicas_is_an_error_naming_ray_serve(tmp_path):
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
-
-    manifest = prepare_dataset(
-        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=4
-    )
-    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
-    values |= dict(threads=1, precision="fp32", batch_size=4, mode="serve")
-    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 120}
-    axes = {"clients": 4, "server": "uvicorn", "replicas": 2}
-    record = run_cell(
-        make_cell(values, axes, settings), data=manifest, out=tmp_path / "c.json",
-        extra={"log_dir": str(tmp_path)},
-    )  # fmt: skip
-    assert record["status"] == "error" and "ray-serve" in record["message"], record["message"]
-    assert not (tmp_path / "server.log").exists()  # refused before any server started
 
 
 def test_a_ray_serve_cell_over_its_time_limit_leaves_no_ray_process(tmp_path):

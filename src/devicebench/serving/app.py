@@ -7,7 +7,9 @@ dynamic batching.
 the asked one is in use, writes the port it serves on to --port-file, and serves until SIGTERM.
 Requests wait at most --batch-wait-ms for others to share a batch of up to --max-batch samples.
 Decoding (JPEG, or tokenizing) runs in --decode-workers processes (0: threads of the server
-process), so the model's thread does not fight the decoders for the interpreter lock.
+process), so the model's thread does not fight the decoders for the interpreter lock. On a GPU
+batches are padded to a few sizes, each scored once at start (--batch-buckets, scoring.py).
+With --replicas N, N such processes, each with its own model, serve the one port (workers.py).
 """
 
 from __future__ import annotations
@@ -15,32 +17,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import resource
+import os
 import socket
 import sys
 import time
-from collections import Counter
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 
 from devicebench.serving.scoring import BadRequest, Scorer, make_scorer
+from devicebench.serving.stats import ServerStats
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
 
 
 class Batcher:
-    """Collects queued samples into batches of up to `max_batch`, waiting at most `wait_s`;
-    `collate` makes one model batch of them (stacked images, padded token ids)."""
+    """Collects queued samples into batches of up to `max_batch`, waiting at most `wait_s`, and
+    has the scorer score each (collated, padded to its bucket) on the model's thread."""
 
-    def __init__(self, predict, max_batch: int, wait_s: float, collate=np.stack):
-        self.predict, self.max_batch, self.wait_s = predict, max_batch, wait_s
-        self.collate = collate
+    def __init__(self, scorer: Scorer, max_batch: int, wait_s: float, stats: ServerStats):
+        self.scorer, self.max_batch, self.wait_s, self.stats = scorer, max_batch, wait_s, stats
         self.queue: asyncio.Queue = asyncio.Queue()
-        self.sizes: Counter[int] = Counter()
         self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
 
     async def score(self, sample) -> tuple[int, float]:
@@ -64,15 +63,17 @@ class Batcher:
                     items.append(await asyncio.wait_for(self.queue.get(), remaining))
                 except TimeoutError:
                     break
+            samples = [sample for sample, _ in items]
             try:
-                batch = self.collate([sample for sample, _ in items])
-                classes, scores = await loop.run_in_executor(self.model_thread, self.predict, batch)
+                classes, scores = await loop.run_in_executor(
+                    self.model_thread, self.scorer.score, samples
+                )
             except Exception as error:  # noqa: BLE001 - each waiting request gets a 500
                 for _, future in items:
                     if not future.done():
                         future.set_exception(error)
                 continue
-            self.sizes[len(items)] += 1
+            self.stats.batch(len(items))
             for (_, future), label, score in zip(items, classes, scores, strict=True):
                 if not future.done():
                     future.set_result((int(label), float(score)))
@@ -143,12 +144,13 @@ def create_app(
     max_body: int,
     info,
     decoder: Executor | None = None,
+    stats: ServerStats | None = None,
 ):
     """The FastAPI app: POST /predict (the scorer's content type), GET /health, GET /stats."""
     from contextlib import asynccontextmanager
 
-    batcher = Batcher(scorer.predict, max_batch, wait_s, scorer.collate)
-    counts: Counter[str] = Counter()
+    stats = stats or ServerStats.in_memory(max_batch)
+    batcher = Batcher(scorer, max_batch, wait_s, stats)
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -159,7 +161,7 @@ def create_app(
     app = FastAPI(title="devicebench scoring service", lifespan=lifespan)
 
     def reject(status: int, message: str) -> HTTPException:
-        counts[f"rejected_{status}"] += 1
+        stats.count(f"rejected_{status}")
         return HTTPException(status_code=status, detail=message)
 
     @app.get("/health")
@@ -167,16 +169,14 @@ def create_app(
         return {"status": "ok", **info}
 
     @app.get("/stats")
-    async def stats() -> dict[str, Any]:
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        sizes = {str(k): v for k, v in sorted(batcher.sizes.items())}
-        return {"batch_sizes": sizes, "counts": dict(counts), "peak_rss_mb": peak_mb}
+    async def counters() -> dict[str, Any]:
+        return stats.snapshot()
 
     @app.post("/predict")
     async def score(request: Request) -> dict[str, Any]:
         sample = await read_request(request, max_body, scorer, reject, decoder)
         label, probability = await batcher.score(sample)
-        counts["ok"] += 1
+        stats.count("ok")
         return {"class": label, "score": probability}
 
     return app
@@ -212,6 +212,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--batch-wait-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--batch-buckets", default="auto", help="sizes batches are padded to: auto, none, 1,4,16"
+    )
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
     parser.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
@@ -223,7 +226,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_server_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="server processes behind the port (workers.py)"
+    )
+    worker = parser.add_argument_group("one replica, as workers.py starts it")
+    worker.add_argument("--listen-fd", type=int, help="the listening socket it inherited")
+    worker.add_argument("--stats-table", type=Path, help="the replicas' shared counters")
+    worker.add_argument("--replica-slot", type=int, default=0, help="its row there")
+    worker.add_argument("--port-note", default="", help="what binding the port said")
+    args = parser.parse_args(argv)
+    if args.replicas < 1:
+        parser.error("--replicas must be at least 1")
+    return args
 
 
 def scorer_of(args: argparse.Namespace) -> Scorer:
@@ -238,26 +252,47 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
         image_size=args.image_size,
         seq_len=args.seq_len,
         tokenizer=args.tokenizer,
+        buckets=args.batch_buckets,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.replicas > 1 and args.listen_fd is None:
+        from devicebench.serving.workers import supervise
+
+        return supervise(args, sys.argv[1:] if argv is None else argv)
+    return serve(args)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve as one process, or as one of --replicas workers on an inherited socket."""
     import uvicorn
 
-    if args.threads and args.framework in ("torch", "keras-torch"):
+    replica = args.listen_fd is not None
+    threads = max(1, args.threads // args.replicas) if args.threads else 0
+    if threads and args.framework in ("torch", "keras-torch"):
         import torch
 
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(threads)
     started = time.perf_counter()
     decoder = decoder_pool(args.decode_workers)
     scorer = scorer_of(args)
-    scorer.predict(scorer.warmup)
+    scorer.warm_up(args.max_batch)
     load_s = time.perf_counter() - started
-    sock, note = bind(args.host, args.port)
+    if replica:
+        sock, note = socket.socket(fileno=args.listen_fd), args.port_note
+        stats = ServerStats.shared(
+            args.stats_table, args.replicas, args.max_batch, args.replica_slot
+        )
+    else:
+        sock, note = bind(args.host, args.port)
+        stats = ServerStats.in_memory(args.max_batch)
+    stats.started()
     port = sock.getsockname()[1]
     info = {"task": args.task, "model": args.model, "framework": args.framework}
     info |= {"parameters": scorer.parameters, "decode_workers": args.decode_workers}
+    info |= {"replicas": args.replicas, "replica": args.replica_slot, "pid": os.getpid()}
     info |= {"load_s": load_s, "port": port, "port_note": note, **scorer.info}
     app = create_app(
         scorer,
@@ -266,12 +301,15 @@ def main(argv: list[str] | None = None) -> int:
         max_body=args.max_body_bytes,
         info=info,
         decoder=decoder,
+        stats=stats,
     )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     tmp = args.port_file.with_suffix(".tmp")
     tmp.write_text(str(port))
     tmp.replace(args.port_file)  # the port is bound: connections queue until uvicorn accepts
-    print(f"[serve] {args.model} ({args.framework}) on {args.host}:{port} {note}", flush=True)
+    where = f"replica {args.replica_slot} of {args.replicas}" if replica else "one process"
+    print(f"[serve] {args.model} ({args.framework}) on {args.host}:{port}, {where} {note}")
+    sys.stdout.flush()
     try:
         server.run(sockets=[sock])
     finally:

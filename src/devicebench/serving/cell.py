@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "requests": 1000,
     "warmup_requests": 20,
     "batch_wait_ms": 5.0,
+    "batch_buckets": "auto",
     "max_body_bytes": 1 << 20,
     "decode_workers": "auto",
     "host": "127.0.0.1",
@@ -56,8 +57,9 @@ def serve_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def decode_workers(serve: dict[str, Any], threads: int) -> int:
-    """Decoder processes: as set, or `auto`: a quarter of the cell's threads, at most 8, and none
-    (threads of the server) below 8 threads, where extra processes would crowd the model."""
+    """Decoder processes of each server process: as set, or `auto`: a quarter of its `threads`,
+    at most 8, and none (threads of the server) below 8 threads, where extra processes would
+    crowd the model."""
     given = serve["decode_workers"]
     if given != "auto":
         return int(given)
@@ -67,7 +69,8 @@ def decode_workers(serve: dict[str, Any], threads: int) -> int:
 def make_server(
     settings: dict[str, Any], serve: dict[str, Any], log_dir: Path, tokenizer: Path | None = None
 ) -> ServerProcess:
-    """The cell's server, not started yet: uvicorn (one process) or Ray Serve (N replicas)."""
+    """The cell's server, not started yet: uvicorn (N processes behind one port, each with its
+    model) or Ray Serve (N replicas behind Serve's proxy)."""
     engine = settings.get("server", "uvicorn")
     replicas = int(settings.get("replicas", 1))
     common = dict(
@@ -82,6 +85,7 @@ def make_server(
         image_size=int(serve["image_size"]),
         max_batch=int(settings["batch_size"]),
         batch_wait_ms=float(serve["batch_wait_ms"]),
+        batch_buckets=str(serve["batch_buckets"]),
         max_body_bytes=int(serve["max_body_bytes"]),
         host=serve["host"],
         log_path=log_dir / "server.log",
@@ -92,13 +96,8 @@ def make_server(
         return RayServeProcess(**common, replicas=replicas, ray_address=serve["ray_address"])
     if engine != "uvicorn":
         raise ValueError(f"unknown server {engine!r}; known: uvicorn, ray-serve")
-    if replicas != 1:
-        raise ValueError(
-            f"server uvicorn runs one process, not {replicas} replicas: use server ray-serve "
-            "for replicas, or exclude uvicorn cells with replicas > 1"
-        )
-    workers = decode_workers(serve, int(settings["threads_resolved"]))
-    return ServerProcess(**common, decode_workers=workers)
+    workers = decode_workers(serve, int(settings["threads_resolved"]) // replicas)
+    return ServerProcess(**common, decode_workers=workers, replicas=replicas)
 
 
 def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
@@ -148,6 +147,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             **_inputs(settings, serve, server.health),
             "max_batch": int(settings["batch_size"]),
             "batch_wait_ms": float(serve["batch_wait_ms"]),
+            "batch_buckets": server.health.get("batch_buckets"),
             "decode_workers": server.health.get("decode_workers"),
             "batch_sizes": stats["batch_sizes"],
             "server_counts": stats["counts"],

@@ -58,7 +58,7 @@ def decode_jpeg(body: bytes, size: int) -> np.ndarray:
 
 
 def image_scorer(
-    framework: str, model: str, device: str, precision: str, max_batch: int, image_size: int
+    framework: str, model: str, device: str, precision: str, image_size: int
 ) -> Scorer:
     """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
     classifier = Classifier(framework, model, image_size, device, precision)
@@ -69,7 +69,7 @@ def image_scorer(
         collate=np.stack,
         predict=classifier.predict,
         parameters=classifier.parameters,
-        warmup=np.zeros((max_batch, image_size, image_size, 3), np.uint8),
+        warmup=np.zeros((image_size, image_size, 3), np.uint8),
         info={"image_size": image_size},
     )
 

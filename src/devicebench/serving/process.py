@@ -49,8 +49,10 @@ class ServerProcess:
         tokenizer: Path | str | None = None,
         max_batch: int = 8,
         batch_wait_ms: float = 5.0,
+        batch_buckets: str = "auto",
         max_body_bytes: int = 1 << 20,
         decode_workers: int = 0,
+        replicas: int = 1,
         host: str = "127.0.0.1",
         port: int = 0,
         log_path: Path | None = None,
@@ -59,7 +61,8 @@ class ServerProcess:
         engine_arguments: list[str] | None = None,
     ):
         """`module` is the server program; `engine_arguments` its own options after the common
-        ones (app.add_server_arguments), by default uvicorn's threads and decode workers."""
+        ones (app.add_server_arguments), by default uvicorn's threads, decode workers (each
+        replica's) and replicas (processes behind the port, sharing the threads)."""
         self._tmp = Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
         self.port_file = self._tmp / "port"
         self.log_path = log_path or self._tmp / "server.log"
@@ -71,13 +74,16 @@ class ServerProcess:
             *("--framework", framework, "--model", model, "--device", device),
             *("--precision", precision),
             *task_arguments(task, image_size, seq_len, tokenizer),
-            *("--max-batch", str(max_batch)),
+            *("--max-batch", str(max_batch), "--batch-buckets", batch_buckets),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
             *(
                 engine_arguments
                 if engine_arguments is not None
-                else ["--threads", str(threads), "--decode-workers", str(decode_workers)]
+                else [
+                    *("--threads", str(threads), "--decode-workers", str(decode_workers)),
+                    *("--replicas", str(replicas)),
+                ]
             ),
         ]
         self.process: subprocess.Popen | None = None

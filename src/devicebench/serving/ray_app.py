@@ -83,7 +83,7 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
             started = time.perf_counter()
             device = "cuda" if cuda else args.device  # Ray picks the GPU (CUDA_VISIBLE_DEVICES)
             self.scorer = scorer_of(argparse.Namespace(**{**vars(args), "device": device}))
-            self.scorer.predict(self.scorer.warmup)
+            self.scorer.warm_up(args.max_batch)
             self.load_s = time.perf_counter() - started
             self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
             self.sizes: Counter[int] = Counter()
@@ -129,9 +129,8 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
         @serve.batch(max_batch_size=args.max_batch, batch_wait_timeout_s=args.batch_wait_ms / 1000)
         async def score(self, samples: list[Any]) -> list[tuple[int, float]]:
             loop = asyncio.get_running_loop()
-            batch = self.scorer.collate(samples)
             classes, scores = await loop.run_in_executor(
-                self.model_thread, self.scorer.predict, batch
+                self.model_thread, self.scorer.score, samples
             )
             self.sizes[len(samples)] += 1
             self._report()

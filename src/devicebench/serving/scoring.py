@@ -39,8 +39,44 @@ class Scorer:
     collate: Callable[[list[Any]], Any]  # decoded requests -> one model batch
     predict: Callable[[Any], tuple[np.ndarray, np.ndarray]]  # batch -> top classes, scores
     parameters: int
-    warmup: Any  # a full batch, scored once before the server answers its health check
+    warmup: Any  # one decoded sample: batches of it are scored before the server answers
     info: dict[str, Any] = field(default_factory=dict)  # task settings for /health and records
+    buckets: tuple[int, ...] = ()  # the batch sizes the model is given (empty: as formed)
+
+    def score(self, samples: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Top classes and scores of `samples`: collated, padded up to the next bucket by
+        repeating the last sample (a GPU pays for every batch shape it has not seen), scored,
+        and cut back to the samples given."""
+        size = next((b for b in self.buckets if b >= len(samples)), len(samples))
+        padded = samples + samples[-1:] * (size - len(samples))
+        classes, scores = self.predict(self.collate(padded))
+        return classes[: len(samples)], scores[: len(samples)]
+
+    def warm_up(self, max_batch: int) -> None:
+        """Score a batch of every size the model will be given (each bucket, or `max_batch`),
+        so that no request waits while the device prepares a new shape."""
+        for size in self.buckets or (max_batch,):
+            self.predict(self.collate([self.warmup] * size))
+
+
+def batch_buckets(spec: str, device: str, max_batch: int) -> tuple[int, ...]:
+    """The batch sizes a server pads its batches to. `auto`: on a GPU the powers of two below
+    `max_batch` and `max_batch` (on the H100 a MobileNetV2 batch of a size not seen before took
+    1.5-1.9 s against 5 ms, benchmarks/batch_shapes.py), on a CPU none; `none`: none; or a
+    comma-separated list of sizes, `max_batch` added."""
+    if spec == "none" or (spec == "auto" and not device.startswith("cuda")):
+        return ()
+    if spec == "auto":
+        sizes = {1 << k for k in range(max_batch.bit_length()) if 1 << k < max_batch}
+    else:
+        try:
+            sizes = {int(size) for size in spec.split(",") if size.strip()}
+        except ValueError:
+            message = f"batch buckets {spec!r}: give auto, none or sizes like 1,4,16"
+            raise ValueError(message) from None
+        if any(size < 1 or size > max_batch for size in sizes):
+            raise ValueError(f"batch buckets {spec!r}: each size must be 1..{max_batch}")
+    return tuple(sorted(sizes | {max_batch}))
 
 
 def make_scorer(
@@ -54,19 +90,26 @@ def make_scorer(
     image_size: int = 224,
     seq_len: int = 128,
     tokenizer: Path | str | None = None,
+    buckets: str = "auto",
 ) -> Scorer:
-    """The scorer of `task`, with its model built (random weights) and placed on `device`."""
+    """The scorer of `task`, with its model built (random weights) and placed on `device`,
+    padding its batches to `buckets` (see batch_buckets)."""
+    sizes = batch_buckets(buckets, device, max_batch)
     if task == "serve_image":
         from devicebench.serving.models import image_scorer
 
-        return image_scorer(framework, model, device, precision, max_batch, image_size)
-    if task == "serve_text":
+        scorer = image_scorer(framework, model, device, precision, image_size)
+    elif task == "serve_text":
         from devicebench.serving.text_models import text_scorer
 
         if not tokenizer:
             raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
-        return text_scorer(framework, model, device, precision, max_batch, seq_len, tokenizer)
-    raise ValueError(f"unknown serve task {task!r}; known: {', '.join(TASKS)}")
+        scorer = text_scorer(framework, model, device, precision, seq_len, tokenizer)
+    else:
+        raise ValueError(f"unknown serve task {task!r}; known: {', '.join(TASKS)}")
+    scorer.buckets = sizes
+    scorer.info["batch_buckets"] = list(sizes)
+    return scorer
 
 
 def skip_reason(settings: dict[str, Any]) -> str | None:

@@ -98,7 +98,6 @@ def text_scorer(
     model: str,
     device: str,
     precision: str,
-    max_batch: int,
     seq_len: int,
     tokenizer: Path | str,
 ) -> Scorer:
@@ -114,7 +113,6 @@ def text_scorer(
     if not Path(tokenizer).is_file():
         raise ValueError(f"tokenizer file {tokenizer} not found: prepare the imdb data first")
     classifier = TextClassifier(model, device, precision, seq_len)
-    warm_ids = np.full((max_batch, seq_len), 5, dtype=np.int64)  # 5: the first non-special id
     return Scorer(
         content_type=CONTENT_TYPES["serve_text"],
         body="one review as UTF-8 text",
@@ -122,6 +120,6 @@ def text_scorer(
         collate=pad_longest,
         predict=classifier.predict,
         parameters=classifier.parameters,
-        warmup={"input_ids": warm_ids, "attention_mask": np.ones_like(warm_ids)},
+        warmup=np.full(seq_len, 5, dtype=np.int64),  # 5: the first non-special id
         info={"seq_len": seq_len, "padding": "longest in batch", "tokenizer": Path(tokenizer).name},
     )

@@ -1,0 +1,56 @@
+"""What the serving tests share: finding a server's processes, and running a small serve cell."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+
+from devicebench.data import prepare_dataset
+
+
+def tree_of(log_path) -> list[psutil.Process]:
+    """Every live process started for the server that logs to `log_path` (replicas and Ray's
+    processes included: they inherit the marker the launcher puts in the server's environment)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("DEVICEBENCH_SERVER_LOG") == str(log_path):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def gone_within(log_path, seconds: float) -> list[psutil.Process]:
+    """The server's processes still alive after waiting up to `seconds` for them to go."""
+    deadline = time.monotonic() + seconds
+    while (left := tree_of(log_path)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def serve_cell(tmp_path, server: str, replicas: int) -> dict:
+    """A serve cell of MobileNetV2 at 32 px on 2 CPU threads, 4 clients x 48 requests, no
+    LoadGen; its record, with `_path`. No process of its server may outlive it."""
+    from devicebench.cell import run_cell
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
+    serve = {"image_size": 32, "requests": 48, "warmup_requests": 8, "loadgen_scenarios": []}
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 540, "serve": json.dumps(serve)}
+    axes = {"clients": 4, "server": server, "replicas": replicas}
+    log_dir = tmp_path / f"{server}-r{replicas}"
+    out = tmp_path / f"cell-{server}-r{replicas}.json"
+    record = run_cell(
+        make_cell(values, axes, settings), data=manifest, out=out, extra={"log_dir": str(log_dir)}
+    )
+    left = gone_within(log_dir / "server.log", 30)
+    assert not left, f"server processes outlived the cell: {[p.cmdline() for p in left]}"
+    return record | {"_path": str(out)}
