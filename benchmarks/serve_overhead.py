@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import statistics
 import sys
@@ -98,33 +97,17 @@ def text_case(args: argparse.Namespace, model_name: str, batch: int, seq_len: in
     return {"model": model, "batches": batches, "payloads": payloads, "server": server}
 
 
-def _pool_worker(args: tuple) -> dict:
-    url, payloads, clients, requests, kind = args
-    return run_pool(
-        url, payloads, clients=clients, requests=requests, window_s=0.5, content_type=kind
-    )
-
-
 def through_server(
     url: str, payloads, clients: int, requests: int, processes: int, kind: str
 ) -> dict:
-    """Samples per second over HTTP; client pools in `processes` processes so the client side
-    is not what limits a fast server (the sum of the pools' rates)."""
-    if processes == 1:
-        result = _pool_worker((url, payloads, clients, requests, kind))
-        return {"rate": result["samples_per_s"], "errors": result["errors"], "p99": _p99(result)}
-    jobs = [(url, payloads, max(1, clients // processes), requests // processes, kind)]
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        results = pool.map(_pool_worker, jobs * processes)
-    return {
-        "rate": sum(r["samples_per_s"] for r in results),
-        "errors": sum(r["errors"] for r in results),
-        "p99": max(_p99(r) for r in results),
-    }
-
-
-def _p99(result: dict) -> float:
-    return result["latency_ms"].get("p99", float("nan"))
+    """Samples per second over HTTP; the clients in `processes` processes, so the client side
+    is not what limits a fast server."""
+    result = run_pool(
+        url, payloads, clients=clients, requests=requests, window_s=0.5, content_type=kind,
+        processes=processes,
+    )  # fmt: skip
+    p99 = result["latency_ms"].get("p99", float("nan"))
+    return {"rate": result["samples_per_s"], "errors": result["errors"], "p99": p99}
 
 
 def make_server(args: argparse.Namespace, model_name: str, batch: int, task: dict):

@@ -127,6 +127,29 @@ def test_the_pool_scores_every_request_and_batches_form(server, images):
     assert max(sizes) <= 4 and sum(k * v for k, v in sizes.items()) >= 48
 
 
+def test_the_pool_splits_its_clients_over_processes_and_merges_their_timings(server, images):
+    before = server.stats()["counts"].get("ok", 0)
+    result = run_pool(f"{server.url}/predict", images, clients=5, requests=31, processes=2)
+    assert result["processes"] == 2 and result["requests"] == 31 and result["ok"] == 31
+    assert server.stats()["counts"]["ok"] - before == 31  # every request reached the server once
+    latency = result["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+    assert result["duration_s"] * 1000 >= latency["max"]  # one timeline over both processes
+    assert result["requests_per_s"] == pytest.approx(31 / result["duration_s"])
+
+
+@pytest.mark.parametrize(
+    ("given", "clients", "expected"),
+    [("auto", 20, 1), ("auto", 64, 1), ("auto", 65, min(2, os.cpu_count() // 4) or 1), (3, 8, 3)],
+)
+def test_client_processes_auto_is_one_per_64_clients_within_a_quarter_of_the_cores(
+    given, clients, expected
+):
+    from devicebench.serving.clients import client_processes
+
+    assert client_processes(given, clients) == max(1, expected)
+
+
 def test_the_pool_counts_errors_instead_of_hanging(images):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

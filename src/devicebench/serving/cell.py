@@ -16,7 +16,7 @@ from typing import Any
 
 from devicebench.sampler import Sampler
 from devicebench.serving import loadgen
-from devicebench.serving.clients import run_pool
+from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.process import ServerProcess
 from devicebench.serving.scoring import CLIENT_CONTENT_TYPES
 
@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "decode_workers": "auto",
     "host": "127.0.0.1",
     "request_timeout_s": 60.0,
+    "client_processes": "auto",
     "stability_window_s": 1.0,
     "loadgen_scenarios": ["Offline", "SingleStream", "Server"],
     "loadgen_min_duration_s": 10.0,
@@ -114,7 +115,10 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         url = f"{server.url}/predict"
         log(f"server {server.pid} up at {server.url} in {startup_s:.1f} s")
         warmup = int(serve["warmup_requests"])
-        warm = run_pool(url, payloads, clients=clients, requests=warmup, content_type=kind)
+        processes = client_processes(serve["client_processes"], clients)
+        warm = run_pool(
+            url, payloads, clients=clients, requests=warmup, content_type=kind, processes=processes
+        )
         sampler = Sampler(str(settings["device"]), enabled=True).start()
         timed_start = time.time()
         pool = run_pool(
@@ -125,13 +129,14 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             timeout_s=float(serve["request_timeout_s"]),
             window_s=float(serve["stability_window_s"]),
             content_type=kind,
+            processes=processes,
         )
         timed_end = time.time()
         utilization = sampler.stop()
         log(
-            f"pool: {clients} clients, {pool['requests']} requests, {pool['requests_per_s']:.1f}"
-            f" req/s, p99 {pool['latency_ms'].get('p99', float('nan')):.1f} ms, "
-            f"{pool['errors']} errors"
+            f"pool: {clients} clients in {pool['processes']} process(es), {pool['requests']} "
+            f"requests, {pool['requests_per_s']:.1f} req/s, "
+            f"p99 {pool['latency_ms'].get('p99', float('nan')):.1f} ms, {pool['errors']} errors"
         )
         scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir, kind)
         stats = server.stats()
