@@ -54,3 +54,59 @@ def serve_cell(tmp_path, server: str, replicas: int) -> dict:
     left = gone_within(log_dir / "server.log", 30)
     assert not left, f"server processes outlived the cell: {[p.cmdline() for p in left]}"
     return record | {"_path": str(out)}
+
+
+def server_in_a_parent(tmp_path, engine: str, options: dict, timeout_s: float = 300):
+    """A Python process (a stand-in for the cell's worker) that starts a server of `engine`
+    (ServerProcess or RayServeProcess) with `options`, logging to tmp_path/server.log, and
+    sleeps; returned once the server is up, with the server's pid."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import REPO
+
+    module = {"ServerProcess": "process", "RayServeProcess": "ray_process"}[engine]
+    log, ready = tmp_path / "server.log", tmp_path / "ready"
+    code = f"""
+        import time
+        from pathlib import Path
+        from devicebench.serving.{module} import {engine}
+        server = {engine}(**{options!r}, log_path=Path({str(log)!r}))
+        server.start()
+        Path({str(ready)!r}).write_text(str(server.pid))
+        time.sleep(600)
+    """
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
+    )
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists():
+        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
+        time.sleep(0.2)
+    return parent, int(ready.read_text())
+
+
+def replica_cells(tmp_path, server: str) -> tuple[dict, object]:
+    """Serve cells of 1 and 2 replicas of `server`, checked ok with every request scored and
+    each replica's peak memory; the records by replicas and their serving table."""
+    import pytest
+
+    from devicebench.aggregate.serving import serving_table
+
+    records = {n: serve_cell(tmp_path, server, n) for n in (1, 2)}
+    for n, record in records.items():
+        if record["status"] != "ok":
+            pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
+        serving = record["serving"]
+        assert serving["server"] == server and serving["replicas"] == n
+        assert serving["pool"]["ok"] == 48 and sum(map(int, serving["batch_sizes"].values())) > 0
+    assert len(records[2]["serving"]["replica_peaks_mb"]) == 2
+    table = serving_table([r["_path"] for r in records.values()], prices={})
+    by_replicas = table.set_index("replicas")
+    one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
+    assert by_replicas.loc[1, "replica_scaling_efficiency"] == pytest.approx(1.0)
+    assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
+    return records, table

@@ -7,15 +7,12 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
-import textwrap
 import time
 
 import httpx
 import psutil
 import pytest
-from conftest import REPO
+from serving_helpers import server_in_a_parent
 
 from devicebench.data import load_dataset, prepare_dataset
 from devicebench.serving import loadgen
@@ -208,28 +205,8 @@ def test_a_port_in_use_is_retried_on_another(images):
 
 def test_a_killed_parent_takes_its_server_along(tmp_path):
     """The worker that started a server dies by SIGKILL: the server must not live on."""
-    pid_file = tmp_path / "pid"
-    parent = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-                import time
-                from pathlib import Path
-                from devicebench.serving.process import ServerProcess
-                server = ServerProcess(**{SERVER!r})
-                server.start()
-                Path({str(pid_file)!r}).write_text(str(server.pid))
-                time.sleep(600)
-            """),
-        ],
-        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
-    )
-    deadline = time.monotonic() + 120
-    while not pid_file.exists():
-        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
-        time.sleep(0.2)
-    child = psutil.Process(int(pid_file.read_text()))
+    parent, pid = server_in_a_parent(tmp_path, "ServerProcess", SERVER, timeout_s=120)
+    child = psutil.Process(pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     child.wait(timeout=10)  # raises psutil.TimeoutExpired if it outlives its parent

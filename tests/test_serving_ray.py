@@ -7,17 +7,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import httpx
 import psutil
 import pytest
-from conftest import REPO
-from serving_helpers import gone_within, serve_cell, tree_of
+from serving_helpers import gone_within, replica_cells, server_in_a_parent, tree_of
 
 from devicebench.data import load_dataset, prepare_dataset
 from devicebench.serving.clients import run_pool
@@ -126,27 +122,7 @@ def test_a_replica_killed_mid_load_is_restarted_and_the_pool_counts_errors(runni
 def test_a_killed_parent_leaves_no_ray_process(tmp_path):
     """The worker that started the server dies by SIGKILL: the server and all of Ray go too."""
     log = tmp_path / "server.log"
-    ready = tmp_path / "ready"
-    parent = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-                import time
-                from pathlib import Path
-                from devicebench.serving.ray_process import RayServeProcess
-                server = RayServeProcess(**{SERVER!r}, log_path=Path({str(log)!r}))
-                server.start()
-                Path({str(ready)!r}).write_text(str(server.pid))
-                time.sleep(600)
-            """),
-        ],
-        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
-    )
-    deadline = time.monotonic() + 300
-    while not ready.exists():
-        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
-        time.sleep(0.5)
+    parent, _ = server_in_a_parent(tmp_path, "RayServeProcess", SERVER)
     names = " ".join(" ".join(p.cmdline()) for p in tree_of(log))
     assert "raylet" in names and "ray::ServeReplica" in names, names  # Ray is there to leave
     parent.send_signal(signal.SIGKILL)
@@ -156,23 +132,12 @@ def test_a_killed_parent_leaves_no_ray_process(tmp_path):
 
 
 def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
-    from devicebench.aggregate.serving import serving_table
     from devicebench.aggregate.serving_charts import replica_scaling
     from devicebench.report.findings import serving as serving_findings
 
-    records = {n: serve_cell(tmp_path, "ray-serve", n) for n in (1, 2)}
-    for n, record in records.items():
-        if record["status"] != "ok":
-            pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
-        serving = record["serving"]
-        assert serving["server"] == "ray-serve" and serving["replicas"] == n
-        assert len(serving["replica_peaks_mb"]) == n
-        assert serving["pool"]["ok"] == 48 and sum(map(int, serving["batch_sizes"].values())) > 0
-    table = serving_table([r["_path"] for r in records.values()], prices={})
-    by_replicas = table.set_index("replicas")
-    one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
-    assert by_replicas.loc[1, "replica_scaling_efficiency"] == pytest.approx(1.0)
-    assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
+    records, table = replica_cells(tmp_path, "ray-serve")
+    assert len(records[1]["serving"]["replica_peaks_mb"]) == 1
+    one, two = (table.set_index("replicas").loc[n, "requests_per_s"] for n in (1, 2))
     chart = replica_scaling(table).to_dict()  # the write-up's chart plots both cells
     plotted = sorted((row["replicas"], row["requests_per_s"]) for row in chart["data"]["values"])
     assert plotted == [(1, pytest.approx(one)), (2, pytest.approx(two))]

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import httpx
 import numpy as np
 import pytest
-from conftest import REPO
-from serving_helpers import gone_within, serve_cell, tree_of
+from serving_helpers import gone_within, replica_cells, server_in_a_parent, tree_of
 
 from devicebench.data import load_dataset, prepare_dataset
 from devicebench.serving.clients import run_pool
@@ -80,29 +76,10 @@ def test_replicas_share_the_port_count_into_one_table_and_a_killed_one_comes_bac
 
 
 def test_a_killed_supervisor_takes_its_replicas_along(tmp_path):
-    log, ready = tmp_path / "server.log", tmp_path / "ready"
-    parent = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-                import time
-                from pathlib import Path
-                from devicebench.serving.process import ServerProcess
-                server = ServerProcess(**{SERVER!r}, replicas=2, log_path=Path({str(log)!r}))
-                server.start()
-                Path({str(ready)!r}).write_text(str(server.pid))
-                time.sleep(600)
-            """),
-        ],
-        env=os.environ | {"PYTHONPATH": str(REPO / "src")},
-    )
-    deadline = time.monotonic() + 180
-    while not ready.exists():
-        assert parent.poll() is None and time.monotonic() < deadline, "server never came up"
-        time.sleep(0.5)
+    log = tmp_path / "server.log"
+    parent, supervisor = server_in_a_parent(tmp_path, "ServerProcess", SERVER | {"replicas": 2})
     assert len(tree_of(log)) >= 3  # the supervisor and its two replicas
-    os.kill(int(ready.read_text()), signal.SIGKILL)  # the supervisor, not the cell
+    os.kill(supervisor, signal.SIGKILL)  # the supervisor, not the cell
     left = gone_within(log, 30)
     parent.kill()
     parent.wait()
@@ -110,21 +87,9 @@ def test_a_killed_supervisor_takes_its_replicas_along(tmp_path):
 
 
 def test_uvicorn_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_path):
-    from devicebench.aggregate.serving import serving_table
-
-    records = {n: serve_cell(tmp_path, "uvicorn", n) for n in (1, 2)}
-    for n, record in records.items():
-        if record["status"] != "ok":
-            pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
-        serving = record["serving"]
-        assert serving["server"] == "uvicorn" and serving["replicas"] == n
-        assert serving["pool"]["ok"] == 48 and serving["batch_buckets"] == []  # CPU: none
-    assert records[1]["serving"]["replica_peaks_mb"] is None
-    assert len(records[2]["serving"]["replica_peaks_mb"]) == 2
-    table = serving_table([r["_path"] for r in records.values()], prices={})
-    by_replicas = table.set_index("replicas")
-    one, two = (by_replicas.loc[n, "requests_per_s"] for n in (1, 2))
-    assert by_replicas.loc[2, "replica_scaling_efficiency"] == pytest.approx(two / (2 * one))
+    records, _ = replica_cells(tmp_path, "uvicorn")
+    assert records[1]["serving"]["replica_peaks_mb"] is None  # one process: no replicas
+    assert all(r["serving"]["batch_buckets"] == [] for r in records.values())  # CPU: none
 
 
 def test_padded_batches_score_as_the_samples_alone(images):
@@ -167,3 +132,14 @@ def test_batch_buckets_of_a_spec(spec, device, expected):
 def test_a_bad_batch_bucket_spec_is_an_error_naming_it(spec, words):
     with pytest.raises(ValueError, match=words):
         batch_buckets(spec, "cuda", 32)
+
+
+def test_replicas_that_cannot_start_end_the_server_with_their_reason(tmp_path):
+    from devicebench.serving.process import ServerFailed
+
+    log = tmp_path / "server.log"
+    options = SERVER | {"model": "nasnetlarge", "replicas": 2, "log_path": log}
+    with pytest.raises(ServerFailed, match="transformers has no nasnetlarge"):
+        ServerProcess(**options).start()
+    assert "replicas exited before serving" in log.read_text()
+    assert not gone_within(log, 30)

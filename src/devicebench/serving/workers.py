@@ -84,8 +84,10 @@ def supervise(args: argparse.Namespace, argv: list[str]) -> int:
         for slot in range(args.replicas):
             replicas.start(slot)
         while not replicas.all_ready():
+            if stopping:
+                return 0
             failed = replicas.exited()
-            if failed or stopping:
+            if failed:
                 print(f"[serve] replicas exited before serving: {failed}", file=sys.stderr)
                 return 1
             time.sleep(0.1)
