@@ -33,8 +33,8 @@ def gone_within(log_path, seconds: float) -> list[psutil.Process]:
 
 
 def serve_cell(tmp_path, server: str, replicas: int) -> dict:
-    """A serve cell of MobileNetV2 at 32 px on 2 CPU threads, 4 clients x 48 requests, no
-    LoadGen; its record, with `_path`. No process of its server may outlive it."""
+    """A serve cell of MobileNetV2 at 32 px on 2 CPU threads, 4 clients in 2 processes x 48
+    requests, no LoadGen; its record, with `_path`. No process of its server may outlive it."""
     from devicebench.cell import run_cell
     from devicebench.grid import make_cell
 
@@ -44,6 +44,7 @@ def serve_cell(tmp_path, server: str, replicas: int) -> dict:
     values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
     values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
     serve = {"image_size": 32, "requests": 48, "warmup_requests": 8, "loadgen_scenarios": []}
+    serve |= {"client_processes": 2}
     settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 540, "serve": json.dumps(serve)}
     axes = {"clients": 4, "server": server, "replicas": replicas}
     log_dir = tmp_path / f"{server}-r{replicas}"
@@ -102,7 +103,8 @@ def replica_cells(tmp_path, server: str) -> tuple[dict, object]:
             pytest.fail(f"{n}-replica cell: {record['status']}: {record['message']}")
         serving = record["serving"]
         assert serving["server"] == server and serving["replicas"] == n
-        assert serving["pool"]["ok"] == 48 and sum(map(int, serving["batch_sizes"].values())) > 0
+        assert serving["pool"]["ok"] == 48 and serving["pool"]["processes"] == 2
+        assert sum(map(int, serving["batch_sizes"].values())) > 0
     assert len(records[2]["serving"]["replica_peaks_mb"]) == 2
     table = serving_table([r["_path"] for r in records.values()], prices={})
     by_replicas = table.set_index("replicas")
