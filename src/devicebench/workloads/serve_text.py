@@ -111,6 +111,21 @@ class ServeText(ServeWorkload):
         seq_len = int(options["seq_len"])
         return text_scorer(framework, model, device, precision, seq_len, tokenizer)
 
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return [
+            "--task",
+            self.spec.name,
+            "--seq-len",
+            str(seq_len),
+            "--tokenizer",
+            str(tokenizer or ""),
+        ]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
+
 
 PAD_ID = 0  # text_classify.SPECIALS: [PAD] is 0
 
