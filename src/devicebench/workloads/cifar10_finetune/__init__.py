@@ -151,7 +151,7 @@ def validate(task_settings: dict[str, Any]) -> None:
                 )
 
 
-# Keras cells: keras.applications builds ConvNeXt-T/S and ResNet-50 (workloads/keras_image.py);
+# Keras cells: keras.applications builds ConvNeXt-T/S and ResNet-50 (keras_port.py);
 # the other families have no Keras architecture that can be installed here.
 KERAS_MISSING = {
     "convnextv2": "neither keras.applications nor keras-hub 0.32.0 has a ConvNeXt V2 architecture",
