@@ -33,8 +33,8 @@ def lstm_flops(input_size: int, hidden: int, steps: int, layers: int = 1, direct
 def flops_per_sample(task: str, model: str, mode: str) -> float:
     """FLOPs one sample costs: forward + backward for `train`, forward for `infer` (or serve)."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
+    from devicebench.flop_formulas import flop_counter
     from devicebench.frameworks.torch_models import INPUT_SHAPES, build_model
     from devicebench.tasks import get_task
     from devicebench.tasks.inputs import vocabulary
@@ -59,7 +59,7 @@ def flops_per_sample(task: str, model: str, mode: str) -> float:
     for module in net.modules():
         if isinstance(module, torch.nn.LSTM):
             module.register_forward_hook(count_lstm)
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()
     if mode == "train":
         net.train()
         with counter:

@@ -56,10 +56,9 @@ def count_flops(
     the frozen BERT's forward; a cached one reads its embeddings, so BERT costs nothing per step.
     The LSTM's matrix products are added by formula (the counter does not see inside aten::lstm).
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     from devicebench.data.conll import LABELS
     from devicebench.data.wordpiece import BERT_VOCAB
+    from devicebench.flop_formulas import flop_counter
 
     architecture, size = ner_models.model_spec(model)
     if config is None:  # a pretrained checkpoint passes its own
@@ -71,7 +70,7 @@ def count_flops(
     spelled = torch.randint(2, num_chars, (count, words, chars))
     trained = build_trained(architecture, config, num_chars, 0)
     trained.train(mode == "train")
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()
     with counter, torch.set_grad_enabled(mode == "train"):
         if architecture == "bert_tokencls":
             out = trained(ids, mask)

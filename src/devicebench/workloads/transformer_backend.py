@@ -211,9 +211,9 @@ class TransformerBackend(TorchDevice):
 
 def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
     """FLOPs of one forward (infer) or forward + backward (train) over `inputs`, per sample."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from devicebench.flop_formulas import flop_counter
 
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()
     samples = len(next(iter(inputs.values())))
     if mode == "train":
         model.train()
