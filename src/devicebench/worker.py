@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import driver, environment, limits
+from devicebench.precision_math import precision_math
 from devicebench.record import write_atomic
 from devicebench.tasks import get_task
 from devicebench.workloads import hook, workload
@@ -65,6 +66,15 @@ def _apply_threads(settings: dict[str, Any]) -> dict[str, Any]:
     return {"torch_num_threads": apply_torch_threads(threads)}
 
 
+def torch_precision_math(settings: dict[str, Any]) -> dict[str, Any]:
+    """The cell's precision as torch math (TF32 switches), for every framework on torch."""
+    if settings["framework"] == "keras-tensorflow":
+        return {}
+    from devicebench.precision_math import apply_precision_math
+
+    return apply_precision_math(settings["precision"])
+
+
 def load_data(settings: dict[str, Any]) -> Any:
     """The cell's data: the workload's own loader where it has one, else the dataset registry's."""
     loader = hook(settings["task"], "load_data")
@@ -105,9 +115,12 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result = run_serve(settings, dataset)
         limits.lift_memory_limit()
         result["memory"]["limit"] = cap
+        if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
+            result["model"]["precision_math"] = precision_math(settings["precision"])
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         result["status"], result["message"] = "ok", ""
         return result
+    math = torch_precision_math(settings)  # before any model is built
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
@@ -116,6 +129,7 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
+    result["model"].update(math)
     # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway (importing it
     # into a TensorFlow cell would cost seconds; the aggregate counts those), and the profiler.
     if "torch" in sys.modules:

@@ -95,6 +95,10 @@ def make_scorer(
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
     padding its batches to `buckets` (see batch_buckets)."""
     sizes = batch_buckets(buckets, device, max_batch)
+    if framework == "torch" or framework == "keras-torch":
+        from devicebench.precision_math import apply_precision_math
+
+        apply_precision_math(precision)
     if task == "serve_image":
         from devicebench.serving.models import image_scorer
 

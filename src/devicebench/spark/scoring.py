@@ -23,10 +23,12 @@ def _model(spec: dict[str, Any]):
     import torch
 
     from devicebench.frameworks.torch_models import build_model
+    from devicebench.precision_math import apply_precision_math
 
     key = spec["weights_id"]  # one model per broadcast, i.e. per cell
     if key not in _MODELS:
         torch.set_num_threads(int(spec["threads_per_task"]))
+        apply_precision_math(spec.get("precision", "fp32"))
         net = build_model(
             spec["task"], spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
         )

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.frameworks.torch_device import TorchDevice, timed_batches
+from devicebench.precision_math import apply_precision_math
 from devicebench.workloads import ner_models
 from devicebench.workloads.ner_inputs import IGNORE, NerArrays
 
@@ -122,9 +123,7 @@ class NerBackend(TorchDevice):
             raise ValueError(
                 f"embedding=cached applies to bilstm_cnn_bert only, not {settings['model']}"
             )
-        if settings["precision"] == "tf32":  # fp32 storage, TF32 matrix products on GPUs
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        apply_precision_math(settings["precision"])  # fp32 is fp32: TF32 only for tf32
         self.num_labels = dataset.num_labels
         self.num_chars = dataset.num_chars
         self.weights: dict[str, Any] = {"weights": "random"}
