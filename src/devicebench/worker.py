@@ -27,7 +27,12 @@ def make_backend(settings: dict[str, Any], dataset: Any):
     module = workload(settings["task"])
     if module is not None:
         threads = _apply_threads(settings)  # before the backend runs any op
-        return module.make_backend(spec, settings, dataset), threads
+        backend = module.make_backend(spec, settings, dataset)
+        if int(settings.get("gpus", 1)) > 1:  # a rank of a data-parallel cell
+            from devicebench.distributed.transformer import distribute
+
+            backend = distribute(backend)  # or an error: never one model per GPU
+        return backend, threads
     if framework == "torch":
         from devicebench.threads import apply_torch_threads
 
