@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from devicebench.flop_formulas import flop_counter
-from devicebench.flops import model_flops
-from devicebench.tasks import TASKS
+from devicebench.workloads import model_flops, specs
 
 SMALL = {"seq_len": 16, "image_size": 32, "embedding": "cached"}
 TINY = ("mlp", "cnn", "fasttext", "bilstm", "lstm", "bert-tiny", "vit-tiny", "tinybert")
@@ -22,8 +21,8 @@ MODELS = [
         marks=() if model in TINY or model.endswith("_tiny") else pytest.mark.slow,
         id=f"{task}-{model}",
     )
-    for task, spec in TASKS.items()
-    if not task.startswith("serve")  # served models only infer
+    for task, spec in specs().items()
+    if spec.kind != "serve"  # served models only infer
     for model in spec.models
     if model != "mlp"  # its first layer dominates and has no input gradient: by hand below
 ]

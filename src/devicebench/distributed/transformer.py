@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from devicebench.distributed.collective import RankGroup
-from devicebench.workloads.transformer_backend import TransformerBackend
+from devicebench.frameworks.transformer_backend import TransformerBackend
 
 
 class DDPTransformerBackend(RankGroup, TransformerBackend):

@@ -23,11 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
 from devicebench.precision_math import apply_precision_math
-from devicebench.tasks import TaskSpec
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+from devicebench.workloads.base import TaskSpec
 
 
 def set_matmul_precision(precision: str) -> None:
@@ -66,7 +64,7 @@ class TransformerBackend(TorchDevice):
         self.test = {k: torch.as_tensor(v, device=self.device) for k, v in data["test"].items()}
         self.precision = str(settings["precision"])
         set_matmul_precision(self.precision)
-        self.autocast_dtype = DTYPES.get(self.precision)
+        self.autocast_dtype = autocast_dtype(self.precision)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.compiled = str(settings.get("compile", "eager")) == "compiled"
         self.generator = torch.Generator(device=self.device)
@@ -204,23 +202,6 @@ class TransformerBackend(TorchDevice):
         return predicted, float(total.item() / self.test_samples)
 
 
-def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
-    """FLOPs of one forward (infer) or forward + backward (train) over `inputs`, per sample."""
-    from devicebench.flop_formulas import flop_counter
-
-    counter = flop_counter()
-    samples = len(next(iter(inputs.values())))
-    if mode == "train":
-        model.train()
-        with counter:
-            model(**inputs).float().sum().backward()
-    else:
-        model.eval()
-        with torch.no_grad(), counter:
-            model(**inputs)
-    return counter.get_total_flops() / samples
-
-
 def weights_builder(
     settings: dict[str, Any],
     auto_class: str,
@@ -235,7 +216,7 @@ def weights_builder(
     """
     if settings.get("weights", "random") != "pretrained":
         return random, {"weights": "random"}
-    from devicebench.workloads.pretrained import load_model
+    from devicebench.frameworks.pretrained import load_model
 
     info: dict[str, Any] = {"weights": settings["pretrained"]}
 
@@ -258,3 +239,13 @@ class Logits(torch.nn.Module):
 
     def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
         return self.model(**inputs).logits
+
+
+def architecture(auto_class: str, model: str, source: str, num_labels: int) -> Logits:
+    """The checkpoint's architecture with random weights, forward -> logits (to count FLOPs)."""
+    import transformers
+
+    from devicebench.frameworks.pretrained import load_config
+
+    config = load_config(model, source, num_labels)
+    return Logits(getattr(transformers, auto_class).from_config(config))
