@@ -75,7 +75,13 @@ def test_a_cell_records_the_math_it_ran(tmp_path, framework, precision):
         "batch_size": 16,
         "mode": "train",
     }
-    run = {"dataset": "mnist", "epochs": 1, "steps_per_epoch": 2, "repetitions": 2}
+    run = {
+        "dataset": "mnist",
+        "epochs": 1,
+        "steps_per_epoch": 2,
+        "repetitions": 2,
+        "learning_rate": 0.01,
+    }
     run |= {"warmup_steps": 1, "seed": 7, "timeout_s": 300, "noise_cov": 0.1}
     record = run_cell(
         make_cell(values, {}, run), data=tmp_path / "manifest.json", out=tmp_path / "r.json"
