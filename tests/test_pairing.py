@@ -10,7 +10,7 @@ import pandas as pd
 from devicebench.aggregate.collect import collect_records
 from devicebench.aggregate.engines import engine_table
 from devicebench.aggregate.pairing import CROSSING, crossing_reason, span_sentence
-from devicebench.aggregate.reproducibility import compare_runs
+from devicebench.aggregate.reproducibility import compare_runs, reproducibility_findings
 from devicebench.aggregate.scaling import load_rows, scaling_table
 from devicebench.aggregate.tables import speedup_table
 from devicebench.machine import boot_id, machine_identity
@@ -89,7 +89,10 @@ def test_engines_and_reruns_pair_within_one_boot(tmp_path):
     assert pd.isna(spark.relative_throughput) and spark.note == CROSSING
     record(tmp_path / "published", "cell", "boot-a")
     record(tmp_path / "rerun", "cell", "boot-b")
-    row = compare_runs(tmp_path / "published", {"r": tmp_path / "rerun"}).iloc[0]
+    runs = compare_runs(tmp_path / "published", {"r": tmp_path / "rerun"})
+    (line,) = reproducibility_findings(runs)
+    assert line.startswith("r: 0 of 0 paired cells") and "1 cell(s) not compared" in line
+    row = runs.iloc[0]
     assert pd.isna(row.change) and row.note == "unpaired: boot_id 'boot-a' vs 'boot-b'"
     assert crossing_reason({"boot_id": "x", "code_version": "1"}, {"boot_id": "x"}) == (
         "unpaired: code_version '1' vs ''"

@@ -88,12 +88,19 @@ def reproducibility_findings(table: pd.DataFrame) -> list[str]:
     """What the rerun check found, per run: throughput within noise, accuracy exactly back."""
     out = []
     for run, rows in table.groupby("run", sort=False):
-        within = int(rows["within_cov"].fillna(False).astype(bool).sum())
+        paired = rows[rows["change"].notna()]
+        within = int(paired["within_cov"].astype(bool).sum())
         changes = ", ".join(
             f"{r.task} {r.framework} {r.device} b{r.batch_size} {r.mode} {r.change:+.1%}"
-            for r in rows.itertuples()
+            for r in paired.itertuples()
         )
-        line = f"{run}: {within} of {len(rows)} cells' throughput within their CoV ({changes})"
+        line = f"{run}: {within} of {len(paired)} paired cells' throughput within their CoV"
+        line += f" ({changes})" if changes else ""
+        if unpaired := len(rows) - len(paired):
+            line += (
+                f"; {unpaired} cell(s) not compared: the rerun ran on another boot_id or "
+                "code version"
+            )
         exact = rows[rows["deterministic"].astype(bool)]
         if not exact.empty:
             line += (
