@@ -55,6 +55,8 @@ def test_two_gloo_ranks_of_a_transformer_equal_one_process_at_the_global_batch(c
     for record in (two, one, small):
         assert record["status"] == "ok", record["message"]
     assert "DistributedDataParallel over 2 ranks" in two["model"]["fit_loop"]
+    assert two["model"]["precision_math"] == "fp32"  # the DDP path sets the math too
+    assert two["model"]["precision_flags"]["cudnn_allow_tf32"] is False
     assert two["distributed"]["world_size"] == 2 and two["distributed"]["global_batch_size"] == 16
     # both ranks' samples over the synchronised window: the one process's samples per pass
     assert two["throughput"]["samples_per_pass"] == one["throughput"]["samples_per_pass"]

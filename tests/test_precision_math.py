@@ -93,3 +93,32 @@ def test_a_cell_records_the_math_it_ran(tmp_path, framework, precision):
     assert record["provenance"]["code_clean"] == (
         not record["provenance"]["code_version"].endswith("+dirty")
     )
+
+
+def test_mfu_takes_the_peak_of_the_math_that_ran():
+    import pandas as pd
+
+    from devicebench.aggregate import analysis
+
+    row = {
+        "task": "mnist_cnn",
+        "model": "cnn",
+        "framework": "torch",
+        "device": "cuda",
+        "threads": 16,
+        "device_label": "cuda",
+        "precision": "tf32",
+        "batch_size": 128,
+        "mode": "train",
+        "status": "ok",
+        "median_s": 1.0,
+        "samples_per_s": 1e6,
+        "flops_per_sample": 1e8,
+        "accuracy": 0.5,
+        "gpu_name": "NVIDIA H100 80GB HBM3",
+    }
+    cells = pd.DataFrame([row | {"precision_math": "tf32"}, row | {"precision_math": None}])
+    out = analysis.add_analysis(cells, {}, "cpu")
+    assert list(out["peak_tflops"]) == [494.5, 494.5]  # recorded math, else the axis
+    cells.loc[0, "precision_math"] = "fp32"
+    assert analysis.add_analysis(cells, {}, "cpu")["peak_tflops"][0] == 67.0
