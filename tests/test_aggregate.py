@@ -25,7 +25,7 @@ TAIL = [
     "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "passes", "window_s", "p50_ms",
     "p90_ms", "p99_ms",
     "loss", "peak_host_mb", "peak_device_mb", "synthetic", "dataset", "source", "cpu_model",
-    "gpu_name", "torch_version", "hostname", "slurm_job_id", "seed", "config_hash",
+    "gpu_name", "torch_version", "hostname", "slurm_job_id", "boot_id", "seed", "config_hash",
     "code_version", "timed_start", "timed_end", "cell_id",
 ]  # fmt: skip
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -237,7 +237,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
-                      "utilization", "profile_ops", "top_ops", "not_ok", "engines",
+                      "utilization", "profile_ops", "top_ops", "not_ok", "engines", "best",
                       "serving")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)

@@ -47,7 +47,7 @@ def test_known_answers(tmp_path):
     assert not bool(gpu["within_cov"]) and not bool(gpu["accuracy_equal"])
     assert gpu["rerun_samples_per_s"] == pytest.approx(1.5 * gpu["published_samples_per_s"])
     (line,) = reproducibility_findings(table.reset_index())
-    assert line.startswith("again: 1 of 2 cells' throughput within their CoV")
+    assert line.startswith("again: 1 of 2 paired cells' throughput within their CoV")
     assert "accuracy identical in 1 of 1 deterministic (CPU) cells" in line
 
 
@@ -70,7 +70,7 @@ def test_the_script_writes_the_table_and_the_write_up_shows_it(tmp_path):
          "--out", str(tables / "reproducibility")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert "second run: 1 of 2 cells' throughput within their CoV" in done.stdout
+    assert "second run: 1 of 2 paired cells' throughput within their CoV" in done.stdout
     assert (tables / "reproducibility.md").read_text().count("second run") == 2
     page, _ = build_page(load_tables(tables), {"study": "h100"}, {})
     section = page.split('id="reproducibility"', 1)[1]

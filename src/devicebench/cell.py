@@ -171,7 +171,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     record["provenance"] = {
         "seed": settings["seed"],
         "config_hash": cell.config_hash(),
-        "code_version": code_version(),
+        "code_version": (version := code_version()),
+        "code_clean": not version.endswith("+dirty"),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "runner": settings.get("runner", "run_cell"),
         "settings": settings,
@@ -198,6 +199,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         result = _run_worker(settings, float(settings["timeout_s"]))
         record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record.update(result)
+        if "environment" not in record:  # a killed or timed-out worker wrote none
+            record["environment"] = environment.capture(threads)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
     write_atomic(out, record)
     return record

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.flop_formulas import needs_recount
+
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
 LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
 TAIL_COLUMNS = """
     iqr_s cov noisy first_call_s n_repetitions passes window_s p50_ms p90_ms p99_ms loss
     peak_host_mb peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
-    slurm_job_id seed config_hash code_version timed_start timed_end cell_id
+    slurm_job_id boot_id seed config_hash code_version timed_start timed_end cell_id
 """.split()
 # Utilization (sampled during the timed section) and model FLOPs, from the record.
 USAGE_COLUMNS = """
@@ -32,7 +34,7 @@ USAGE_COLUMNS = """
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
-    perplexity precision_micro recall_micro threads_requested
+    perplexity precision_micro recall_micro threads_requested precision_math
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
@@ -74,8 +76,8 @@ BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
-    cpu_model gpu_name torch_version hostname slurm_job_id config_hash code_version cell_id
-    base_label base_status note peak_source
+    cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
+    base_label base_status note peak_source precision_math
     """.split()
 )
 
@@ -211,12 +213,13 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(_section(record, "memory"), key)
     for key in ("dataset", "source", "train_samples", "test_samples"):
         row[key] = _get(data, key)
-    for key in ("cpu_model", "gpu_name", "hostname", "slurm_job_id", "cpu_cores"):
+    for key in ("cpu_model", "gpu_name", "hostname", "slurm_job_id", "boot_id", "cpu_cores"):
         row[key] = _get(env, key)
     for key in ("gpu_driver", "cuda", "cudnn"):
         row[key] = _get(env, key)
     for key in ("seed", "config_hash", "code_version", "created"):
         row[key] = _get(provenance, key)
+    row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
@@ -231,13 +234,15 @@ def _median(values: Any) -> float:
 
 
 def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    """Utilization summary and FLOPs per sample (counted now on the torch twin if absent)."""
+    """Utilization summary and FLOPs per sample (counted now on the torch twin if absent, or if
+    counted before the grouped-convolution fix and inflated by it: flop_formulas.needs_recount)."""
     utilization = _section(record, "utilization")
     summary = _section(utilization, "summary")
     out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
     mode = "train" if row.get("mode") == "train" else "infer"
-    flops = _get(_section(record, "model"), f"flops_per_sample_{mode}")
-    if _missing(flops) and record.get("status") == "ok":
+    model = _section(record, "model")
+    flops = _get(model, f"flops_per_sample_{mode}")
+    if (_missing(flops) or needs_recount(dict(model))) and record.get("status") == "ok":
         from devicebench.workloads import model_flops
 
         counted = model_flops(str(row.get("task")), str(row.get("model")), dict(row))
