@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from devicebench.energy import EnergyMeter
 from devicebench.metrics import classification_scores
 from devicebench.sampler import Sampler
 from devicebench.tasks import get_task
@@ -93,6 +94,7 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     windows, passes, epoch_times = [], [], []
     bar = _progress(reps, "train")
     sampler = _sampler(settings)
+    meter = EnergyMeter(str(settings["device"])).start()
     timed_start = time.time()
     for rep in range(reps):
         backend.new_model(seed)
@@ -115,6 +117,7 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         if bar:
             bar.update()
     timed_end = time.time()
+    energy = meter.stop(sum(passes) * steps * batch * epochs)
     utilization = sampler.stop()
     if bar:
         bar.close()
@@ -139,7 +142,7 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         epoch_s=epoch_times,
         steps_per_epoch=steps,
     )
-    return result | {"utilization": utilization}
+    return result | {"utilization": utilization, "energy": energy}
 
 
 def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
@@ -158,6 +161,7 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
     windows, passes, latencies = [], [], []
     bar = _progress(reps, "infer")
     sampler = _sampler(settings)
+    meter = EnergyMeter(str(settings["device"])).start()
     timed_start = time.time()
     for rep in range(reps):
         count, window = 0, 0.0
@@ -175,6 +179,7 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         if bar:
             bar.update()
     timed_end = time.time()
+    energy = meter.stop(sum(passes) * steps * batch)
     utilization = sampler.stop()
     if bar:
         bar.close()
@@ -193,13 +198,26 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         predicted,
         loss,
     )
-    return result | {"utilization": utilization}
+    return result | {"utilization": utilization, "energy": energy}
 
 
 def _sampler(settings: dict[str, Any]) -> Sampler:
     """The utilization sampler (a separate process) around the timed section only."""
     enabled = bool(settings.get("sample_utilization", True))
     return Sampler(str(settings["device"]), enabled=enabled).start()
+
+
+def score(settings: dict[str, Any], dataset: Any, predicted: np.ndarray, loss: float) -> dict:
+    """Held-out quality of predictions: the workload's own metric, else classification scores."""
+    scorer = hook(settings["task"], "quality")
+    if scorer is not None:
+        quality = dict(scorer(dataset, predicted, loss))
+    else:
+        quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
+        quality["loss"] = loss
+    if get_task(settings["task"]).kind == "next_char":
+        quality["perplexity"] = math.exp(min(loss, 700.0))  # next-char accuracy is `accuracy`
+    return quality
 
 
 def _result(
@@ -228,14 +246,7 @@ def _result(
         timed_end=timed_end,
     )
     timings.update(extra)
-    scorer = hook(settings["task"], "quality")
-    if scorer is not None:
-        quality = dict(scorer(dataset, predicted, loss))
-    else:
-        quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
-        quality["loss"] = loss
-    if get_task(settings["task"]).kind == "next_char":
-        quality["perplexity"] = math.exp(min(loss, 700.0))  # next-char accuracy is `accuracy`
+    quality = score(settings, dataset, predicted, loss)
     return {
         "timings": timings,
         "throughput": {

@@ -110,6 +110,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         return result
     backend, threads_reported = make_backend(settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
+    if settings["mode"] == "converge":  # train to a target quality (devicebench.converge)
+        from devicebench.converge import run_converge as run
     if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset)
