@@ -68,7 +68,10 @@ def task_modes(study_modes: list[str], spec_modes: tuple[str, ...], settings: di
 def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The run settings converge cells add (only they: other cells keep their hashes)."""
     given = settings["converge"]
-    return {"dataset": cell_dataset(task_dataset, settings), "converge": json.dumps(given, sort_keys=True)}
+    return {
+        "dataset": cell_dataset(task_dataset, settings),
+        "converge": json.dumps(given, sort_keys=True),
+    }
 
 
 def run_converge(backend: Any, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
