@@ -74,6 +74,10 @@ def add_analysis(
     df["target_accuracy"] = df["task"].map(lambda t: targets.get(t, np.nan)).astype("float64")
     reached = ok & df["mode"].eq("train") & (df["accuracy"] >= df["target_accuracy"])
     df["cost_to_target_usd"] = df["cost_usd"].where(reached)
+    if "time_to_target_s" in df:  # converge cells: the price of the time they took to the target
+        converged = ok & df["mode"].eq("converge") & df["time_to_target_s"].notna()
+        to_target = df["price_per_hour"] * df["time_to_target_s"] / 3600.0
+        df["cost_to_target_usd"] = to_target.where(converged, df["cost_to_target_usd"])
     peaks = [
         device_peak(d, g, p)
         for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), df["precision"], strict=True)
@@ -140,6 +144,12 @@ def cost_table(df: pd.DataFrame) -> pd.DataFrame:
         "accuracy",
         "target_accuracy",
         "cost_to_target_usd",
+        "converged",
+        "time_to_target_s",
+        "energy_to_target_j",
+        "joules_per_sample",
+        "samples_per_kwh",
+        "energy_reason",
         "synthetic",
     ]
     return _sorted(_select(df, [*keys, *values]), keys)

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.aggregate import energy
+
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
 LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
@@ -48,6 +50,7 @@ KNOWN_COLUMNS = frozenset(
         "device_label",
         *TAIL_COLUMNS,
         *USAGE_COLUMNS,
+        *energy.ENERGY_COLUMNS,
         *CONTEXT_COLUMNS,
         *DERIVED_COLUMNS,
         *ANALYSIS_COLUMNS,
@@ -63,20 +66,23 @@ MEASURED_COLUMNS = tuple(
 )
 INT_COLUMNS = tuple(
     "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores".split()
+    + list(energy.INTS)
 )
 FLOAT_COLUMNS = (
     *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions", "passes")),
     *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
     *"base_median_s speedup accuracy_spread flops_per_sample".split(),
     *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
+    *energy.FLOATS,
 )
-BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees")
+BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id config_hash code_version cell_id
     base_label base_status note peak_source
     """.split()
+    + list(energy.STRINGS)
 )
 
 
@@ -103,6 +109,7 @@ def collect_records(paths: Iterable[Path]) -> pd.DataFrame:
         *extras,
         *TAIL_COLUMNS,
         *USAGE_COLUMNS,
+        *energy.ENERGY_COLUMNS,
         *CONTEXT_COLUMNS,
     ]
     df = pd.DataFrame(rows, columns=columns)
@@ -218,6 +225,7 @@ def _row(path: Path) -> dict[str, Any]:
     for key in ("seed", "config_hash", "code_version", "created"):
         row[key] = _get(provenance, key)
     row.update(_usage(record, row))
+    row.update(energy.energy_columns(record))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
     return row
@@ -235,7 +243,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     utilization = _section(record, "utilization")
     summary = _section(utilization, "summary")
     out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
-    mode = "train" if row.get("mode") == "train" else "infer"
+    mode = "train" if row.get("mode") in ("train", "converge") else "infer"
     flops = _get(_section(record, "model"), f"flops_per_sample_{mode}")
     if _missing(flops) and record.get("status") == "ok":
         from devicebench.flops import model_flops

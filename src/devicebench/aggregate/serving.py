@@ -29,7 +29,8 @@ SERVING_COLUMNS = [
     "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
-    "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s", "offline_valid",
+    "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s",
+    "offline_valid",
     "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
     "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id",
 ]  # fmt: skip
