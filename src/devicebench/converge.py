@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import resource
 import time
+from collections.abc import Callable
 from typing import Any
 
 from devicebench.energy import EnergyMeter
@@ -74,7 +75,9 @@ def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_converge(backend: Any, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+def run_converge(
+    backend: Any, settings: dict[str, Any], dataset: Any, *, quality: Callable[..., dict]
+) -> dict[str, Any]:
     """Train until the held-out `metric` reaches `target` or a limit; the record's sections."""
     from devicebench import driver  # the shared procedure: steps, warm-up, sampler, scores
 
@@ -91,20 +94,20 @@ def run_converge(backend: Any, settings: dict[str, Any], dataset: Any) -> dict[s
     history: list[dict[str, Any]] = []
     train_s = eval_s = 0.0
     reached = None
-    quality: dict[str, Any] = {}
+    scores: dict[str, Any] = {}
     while True:
         began = time.perf_counter()
         backend.train_steps(steps)
         scored = time.perf_counter()
         predicted, loss = backend.evaluate()
-        quality = driver.score(settings, dataset, predicted, loss)
+        scores = dict(quality(dataset, predicted, loss))
         ended = time.perf_counter()
         train_s, eval_s = train_s + scored - began, eval_s + ended - scored
-        value = quality.get(metric)
+        value = scores.get(metric)
         if value is None:
             raise ValueError(
                 f"converge.metric: {metric!r} is not a quality of this task; it has "
-                f"{', '.join(sorted(quality))}"
+                f"{', '.join(sorted(scores))}"
             )
         history.append({"epoch": len(history) + 1, "elapsed_s": ended - start, metric: value})
         driver.log(f"epoch {len(history)}: {metric} {value:.4f} at {ended - start:.2f} s")
@@ -147,7 +150,7 @@ def run_converge(backend: Any, settings: dict[str, Any], dataset: Any) -> dict[s
         },
         "timings": timings,
         "throughput": {"samples_per_s": samples / train_s, "samples_per_pass": steps * batch},
-        "quality": quality,
+        "quality": scores,
         "energy": energy,
         "utilization": utilization,
         "memory": {
