@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from devicebench.energy import EnergyMeter
-
 # What `tasks.<task>.converge` may say; `target` is required.
 DEFAULTS: dict[str, Any] = {
     "metric": "accuracy",
@@ -25,6 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "max_time_s": 600.0,
     "max_epochs": 100,
     "dataset": None,  # another dataset of the same format (mnist tasks: fashion_mnist)
+    "frameworks": None,  # converge cells in these of the task's frameworks only (default: all)
 }
 # Datasets a task may train on in converge cells instead of its own (same shapes and classes).
 ALTERNATIVE_DATASETS = {"mnist": ("fashion_mnist",)}
@@ -66,12 +65,19 @@ def task_modes(study_modes: list[str], spec_modes: tuple[str, ...], settings: di
     return [mode for mode in study_modes if mode in spec_modes or (mode == "converge" and able)]
 
 
+def wanted(mode: str, framework: str, settings: dict[str, Any]) -> bool:
+    """False for a converge cell in a framework its `converge.frameworks` leaves out."""
+    frameworks = (settings.get("converge") or {}).get("frameworks")
+    return mode != "converge" or not frameworks or framework in frameworks
+
+
 def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The run settings converge cells add (only they: other cells keep their hashes)."""
     given = settings["converge"]
     return {
         "dataset": cell_dataset(task_dataset, settings),
         "converge": json.dumps(given, sort_keys=True),
+        "steps_per_epoch": None,  # an epoch is the whole training split, whatever train cells do
     }
 
 
@@ -89,7 +95,7 @@ def run_converge(
     timings = driver._warmup(backend, int(settings["warmup_steps"]), lambda: backend.train_steps(1))
     backend.new_model(seed)
     sampler = driver._sampler(settings)
-    meter = EnergyMeter(str(settings["device"])).start()
+    meter = driver._energy_meter(settings).start()
     timed_start, start = time.time(), time.perf_counter()
     history: list[dict[str, Any]] = []
     train_s = eval_s = 0.0

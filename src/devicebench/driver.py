@@ -96,7 +96,7 @@ def run_train(
     windows, passes, epoch_times = [], [], []
     bar = _progress(reps, "train")
     sampler = _sampler(settings)
-    meter = EnergyMeter(str(settings["device"])).start()
+    meter = _energy_meter(settings).start()
     timed_start = time.time()
     for rep in range(reps):
         backend.new_model(seed)
@@ -163,7 +163,7 @@ def run_infer(
     windows, passes, latencies = [], [], []
     bar = _progress(reps, "infer")
     sampler = _sampler(settings)
-    meter = EnergyMeter(str(settings["device"])).start()
+    meter = _energy_meter(settings).start()
     timed_start = time.time()
     for rep in range(reps):
         count, window = 0, 0.0
@@ -199,6 +199,11 @@ def run_infer(
         quality(dataset, predicted, loss),
     )
     return result | {"utilization": utilization, "energy": energy}
+
+
+def _energy_meter(settings: dict[str, Any]) -> EnergyMeter:
+    """The energy counters around the timed section (`measure_energy: false`: none read)."""
+    return EnergyMeter(str(settings["device"]), enabled=bool(settings.get("measure_energy", True)))
 
 
 def _sampler(settings: dict[str, Any]) -> Sampler:

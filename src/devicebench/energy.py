@@ -100,10 +100,14 @@ class EnergyMeter:
     """`start()` when the timed window opens, `stop(samples)` when it closes: the record's
     `energy` section (joules per source, per sample and samples per kWh, or null and why)."""
 
-    def __init__(self, device: str, powercap: Path = POWERCAP) -> None:
-        self.gpu, self.gpu_reason = _gpu_counter(device)
-        self.zones, self.cpu_reason = rapl_domains(powercap)
+    def __init__(self, device: str, powercap: Path = POWERCAP, enabled: bool = True) -> None:
         self.begin: dict[str, Any] = {}
+        self.gpu, self.gpu_reason = None, "energy measurement off"
+        self.zones: dict[str, list[Path]] = {}
+        self.cpu_reason: str | None = "energy measurement off"
+        if enabled:  # off only for benchmarks/sampler_overhead.py's comparison
+            self.gpu, self.gpu_reason = _gpu_counter(device)
+            self.zones, self.cpu_reason = rapl_domains(powercap)
 
     def _read(self) -> dict[str, Any]:
         reading: dict[str, Any] = {"t": time.perf_counter()}

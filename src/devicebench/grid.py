@@ -15,6 +15,7 @@ from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.converge import converge_run, task_modes
+from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
@@ -169,6 +170,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             task_modes(study["modes"], spec.modes, settings),
             itertools.product(*extra_axes),
         ):
+            if not converge_wanted(mode, framework, settings):
+                continue
             values = dict(
                 zip(
                     AXES,
