@@ -17,9 +17,9 @@ from devicebench.config import ConfigError
 from devicebench.converge import converge_run, task_modes
 from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
+from devicebench.frameworks.pretrained import cell_weights
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
-from devicebench.workloads.pretrained import cell_weights
 
 AXES: tuple[str, ...] = (
     "task",

@@ -226,7 +226,3 @@ class KerasBackend:
         import tensorflow as tf
 
         return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, MemoryError) or "out of memory" in str(error).lower()

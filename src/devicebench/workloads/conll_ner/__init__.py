@@ -15,14 +15,13 @@ is in keras-hub only, which cannot be installed here).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from devicebench.atomic import atomic_path
 from devicebench.workloads.base import TaskSpec, Workload
 
 # name -> (architecture, BERT size); ner_models builds them (torch only, imported lazily).
@@ -32,6 +31,16 @@ MODELS = {
     "bert_tokencls_tiny": ("bert_tokencls", "tiny"),
     "bilstm_cnn_bert_tiny": ("bilstm_cnn_bert", "tiny"),
 }
+
+
+def model_spec(name: str) -> tuple[str, str]:
+    """(architecture, BERT size) of a conll_ner model name."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown conll_ner model {name!r}; known: {', '.join(MODELS)}") from None
+
+
 SPEC = TaskSpec(
     name="conll_ner",
     dataset="conll2003",
@@ -62,7 +71,7 @@ def validate(task_settings: dict[str, Any]) -> None:
     """Pretrained checkpoints must be BERTs: both models are built around BERT's classes."""
     if task_settings.get("weights") != "pretrained":
         return
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     for model in task_settings.get("models", list(SPEC.models)):
         source = task_settings["pretrained"][model]
@@ -99,10 +108,8 @@ def prepare_data(data_dir: Path) -> Path:
     info = verify_manifest(Path(data_dir) / "manifest.json")
     train = next(Path(data_dir) / f["name"] for f in info["files"] if f["role"] == "train")
     tokenizer = wordpiece.train_wordpiece(s.words for s in conll.read_conll(train))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    wordpiece.save(tokenizer, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        wordpiece.save(tokenizer, str(tmp))
     print(f"[devicebench] built {path.name} ({tokenizer.get_vocab_size()} pieces)", flush=True)
     return path
 
@@ -125,7 +132,7 @@ class NerData:
 def load_data(settings: dict[str, Any]) -> NerData:
     """Verify and parse the files; train on a seeded `train_fraction` of the training sentences."""
     from devicebench.data import conll, load_dataset, wordpiece
-    from devicebench.workloads.ner_inputs import char_vocabulary, encode
+    from devicebench.workloads.conll_ner.inputs import char_vocabulary, encode
 
     fraction = float(settings.get("train_fraction", 1.0))
     if not 0 < fraction <= 1:
@@ -143,7 +150,7 @@ def load_data(settings: dict[str, Any]) -> NerData:
     train = [train[i] for i in sorted(chosen)]
     vocab_size = wordpiece.BERT_VOCAB
     if settings.get("weights") == "pretrained":  # the checkpoint's own WordPiece
-        from devicebench.workloads import pretrained
+        from devicebench.frameworks import pretrained
 
         tokenizer = pretrained.load_tokenizer(settings["model"], settings["pretrained"])
         tokenizer, vocab_size = tokenizer.backend_tokenizer, len(tokenizer)
@@ -172,15 +179,15 @@ def load_data(settings: dict[str, Any]) -> NerData:
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: NerData):
-    from devicebench.workloads.ner_backend import NerBackend
+    from devicebench.workloads.conll_ner.backend import NerBackend
 
-    return NerBackend(spec, settings, dataset)
+    return NerBackend(spec, settings, dataset, model_spec(settings["model"]))
 
 
 def quality(dataset: NerData, predicted: np.ndarray, loss: float) -> dict[str, float]:
     """Entity-level scores (seqeval) and token accuracy of word-level predictions [N, W]."""
-    from devicebench.workloads.ner_inputs import decode
-    from devicebench.workloads.ner_metrics import entity_scores
+    from devicebench.workloads.conll_ner.inputs import decode
+    from devicebench.workloads.conll_ner.metrics import entity_scores
 
     tags = decode(predicted, dataset.test, dataset.test_sentences)
     return entity_scores([s.tags for s in dataset.test_sentences], tags) | {"loss": loss}
@@ -190,14 +197,14 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """FLOPs of one representative sentence: train = forward + backward (the frozen BERT of a
     live bilstm_cnn_bert forward only, a cached one none), infer = forward."""
     from devicebench.data.conll import LABELS
-    from devicebench.workloads import pretrained
-    from devicebench.workloads.ner_backend import count_flops
+    from devicebench.frameworks import pretrained
+    from devicebench.workloads.conll_ner.backend import count_flops
 
     config = None
     if settings.get("weights") == "pretrained":  # the checkpoint's own BERT
         config = pretrained.load_config(str(settings["model"]), settings["pretrained"], len(LABELS))
     return count_flops(
-        str(settings["model"]),
+        model_spec(str(settings["model"])),
         str(settings.get("embedding", "live")),
         mode,
         words=FLOP_WORDS,

@@ -31,16 +31,6 @@ BERT_SIZES = {
 }
 
 
-def model_spec(name: str) -> tuple[str, str]:
-    """(architecture, BERT size) of a conll_ner model name."""
-    from devicebench.workloads.conll_ner import MODELS
-
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown conll_ner model {name!r}; known: {', '.join(MODELS)}") from None
-
-
 def bert_config(size: str, vocab_size: int, num_labels: int, max_positions: int = 512):
     """A BertConfig of the named size (random weights are built from it)."""
     from transformers import BertConfig
