@@ -14,11 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
-def _die_with_parent() -> None:
-    from devicebench.cell import _die_with_parent as die
-
-    die()
+from devicebench.processes import die_with_parent
 
 
 def main(argv: list[str]) -> int:
@@ -44,7 +40,7 @@ def trivial_server(processes: int = 1, host: str = "127.0.0.1") -> Iterator[str]
         subprocess.Popen(
             [sys.executable, "-m", "devicebench.serving.trivial", str(sock.fileno())],
             pass_fds=[sock.fileno()],
-            preexec_fn=_die_with_parent,  # a killed cell takes its trivial server along
+            preexec_fn=die_with_parent,  # a killed cell takes its trivial server along
         )
         for _ in range(max(1, processes))
     ]
