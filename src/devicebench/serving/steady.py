@@ -117,7 +117,7 @@ def client_capacity(
     with trivial_server(processes, host) as url:
         stats = run_steady(
             url, payloads, clients=clients, processes=processes, ramp_s=min(1.0, seconds / 4),
-            min_duration_s=seconds, min_requests=0, content_type=content_type,
+            min_duration_s=seconds, min_requests=10 * clients, content_type=content_type,
         )  # fmt: skip
     return {
         "requests_per_s": stats["requests_per_s"],

@@ -24,8 +24,12 @@ def main(argv: list[str]) -> int:
         await request.read()
         return web.Response(body=b"{}", content_type="application/json")
 
+    async def ready(app: web.Application) -> None:
+        print("ready", flush=True)  # the parent waits for this line from every process
+
     app = web.Application(client_max_size=64 << 20)
     app.router.add_post("/predict", answer)
+    app.on_startup.append(ready)
     web.run_app(app, sock=socket.socket(fileno=int(argv[0])), print=None, access_log=None)
     return 0
 
@@ -41,10 +45,15 @@ def trivial_server(processes: int = 1, host: str = "127.0.0.1") -> Iterator[str]
             [sys.executable, "-m", "devicebench.serving.trivial", str(sock.fileno())],
             pass_fds=[sock.fileno()],
             preexec_fn=die_with_parent,  # a killed cell takes its trivial server along
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(max(1, processes))
     ]
     try:
+        for child in children:  # all up before the pool is timed against them
+            if child.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"trivial server {child.pid} did not start: {child.poll()}")
         yield f"http://{host}:{sock.getsockname()[1]}/predict"
     finally:
         for child in children:
