@@ -11,7 +11,6 @@ utilization sampler cover the same window, so energy to target is the window's e
 from __future__ import annotations
 
 import json
-import resource
 import time
 from collections.abc import Callable
 from typing import Any
@@ -159,13 +158,5 @@ def run_converge(
         "quality": scores,
         "energy": energy,
         "utilization": utilization,
-        "memory": {
-            "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "peak_device_mb": backend.peak_device_memory_mb(),
-        },
-        "model": {
-            "parameters": backend.parameter_count(),
-            "fit_loop": backend.fit_loop,
-            **getattr(backend, "model_info", {}),
-        },
+        **driver.footprint(backend),
     }

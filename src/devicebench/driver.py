@@ -243,6 +243,13 @@ def _result(
             "samples_per_pass": samples,
         },
         "quality": dict(quality),
+        **footprint(backend),
+    }
+
+
+def footprint(backend: Backend) -> dict[str, Any]:
+    """The record's memory and model sections: peak memory so far, the model's size and loop."""
+    return {
         "memory": {
             "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "peak_device_mb": backend.peak_device_memory_mb(),
