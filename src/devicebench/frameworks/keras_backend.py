@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+from devicebench.frameworks import KERAS_POLICIES
+
+# The classic Keras loop sets no TF32 math, so tf32 is no precision of its cells.
+POLICIES = {name: policy for name, policy in KERAS_POLICIES.items() if name != "tf32"}
 
 
 def make_keras_optimizer(name: str, lr: float, options: dict[str, float]):

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.frameworks import KERAS_POLICIES
 from devicebench.frameworks.keras_backend import KerasBackend
 from devicebench.workloads.base import TaskSpec
 
@@ -29,7 +30,7 @@ APPLICATIONS = {
     "convnext-small": "ConvNeXtSmall",
     "resnet-50": "ResNet50",
 }
-POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+POLICIES = KERAS_POLICIES
 FIT_LOOP = (
     "keras {version} on {kind}: keras.applications {app} (weights=None), model.train_step per "
     "batch {how}; uint8 CIFAR-10 batches gathered on the device, scale + ImageNet normalization "

@@ -5,7 +5,7 @@ sentences in the same column format); models train on ``eng.train`` and are scor
 ``eng.testa`` (3,250 sentences, the study's test set). Preparing it parses every file, so a
 malformed line stops the workflow before any cell, naming file and line; this module then builds
 the WordPiece tokenizer from the training words (data/wordpiece.py, deterministic) beside the
-manifest. Models (ner_models): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tiny`` variants for
+manifest. Models (models.py): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tiny`` variants for
 quick runs. Quality: entity-level precision, recall and F1 (micro and macro, exact spans, seqeval)
 and token accuracy. Axes: ``embedding`` (live: BERT runs inside each step; cached: precomputed
 once, untimed; bilstm_cnn_bert only) and ``train_fraction`` (share of training sentences, a
@@ -24,7 +24,7 @@ import numpy as np
 from devicebench.atomic import atomic_path
 from devicebench.workloads.base import TaskSpec, Workload
 
-# name -> (architecture, BERT size); ner_models builds them (torch only, imported lazily).
+# name -> (architecture, BERT size); models.py builds them (torch only, imported lazily).
 MODELS = {
     "bert_tokencls": ("bert_tokencls", "base"),
     "bilstm_cnn_bert": ("bilstm_cnn_bert", "base"),
@@ -116,7 +116,7 @@ def prepare_data(data_dir: Path) -> Path:
 
 @dataclass
 class NerData:
-    """Encoded splits (ner_inputs.NerArrays), the test sentences to score, and their origin."""
+    """Encoded splits (inputs.NerArrays), the test sentences to score, and their origin."""
 
     train: Any
     test: Any
@@ -215,32 +215,22 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
 
 
 class ConllNer(Workload):
-    """conll_ner behind the registry: the functions above as its methods."""
+    """The registry's handle on this module: its functions are the Workload methods."""
 
     spec = SPEC
     pretrained_class = PRETRAINED_CLASS
     pretrained_tokenizer = PRETRAINED_TOKENIZER
 
-    def validate(self, task_settings: dict[str, Any]) -> None:
-        validate(task_settings)
-
-    def skip_reason(self, settings: dict[str, Any]) -> str | None:
-        return skip_reason(settings)
-
-    def prepare_data(self, data_dir: Path) -> Path:
-        return prepare_data(data_dir)
-
-    def load_data(self, settings: dict[str, Any]) -> Any:
-        return load_data(settings)
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    prepare_data = staticmethod(prepare_data)
+    load_data = staticmethod(load_data)
 
     def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
         return make_backend(self.spec, settings, dataset)
 
-    def quality(self, dataset: Any, predicted: Any, loss: float) -> dict[str, float]:
-        return quality(dataset, predicted, loss)
-
-    def flops_per_sample(self, settings: dict[str, Any], mode: str) -> float:
-        return flops_per_sample(settings, mode)
+    quality = staticmethod(quality)
+    flops_per_sample = staticmethod(flops_per_sample)
 
 
 WORKLOAD = ConllNer()

@@ -1,5 +1,5 @@
 """The conll_ner models in torch, built from configurations with random weights (no download), or
-around a pretrained BERT that ner_backend loads (``weights: pretrained``).
+around a pretrained BERT that backend.py loads (``weights: pretrained``).
 
 ``bert_tokencls``: transformers' BertForTokenClassification, the whole model fine-tuned.
 ``bilstm_cnn_bert``: Spark NLP's NerDL architecture: each word's BERT embedding (its first word
