@@ -83,3 +83,30 @@ def test_gpu_energy_from_nvml_where_it_answers():
     time.sleep(0.5)
     energy = meter.stop(samples=1)
     assert energy["gpu_j"] > 0 and "gpu" in energy["covers"]
+
+
+@pytest.mark.parametrize("mode", ["train", "infer"])
+def test_train_and_infer_cells_record_energy_or_why_not(tmp_path, mode):
+    """Every timed cell has an `energy` section over its timed window: joules, or null and why."""
+    from devicebench.cell import run_cell
+    from devicebench.data import prepare_dataset
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "mnist", "synthetic", tmp_path / "d", train_samples=256, test_samples=128, seed=1
+    )
+    values = dict(task="mnist_mlp", model="mlp", framework="torch", device="cpu", threads=1)
+    values |= dict(precision="fp32", batch_size=64, mode=mode)
+    settings = {"dataset": "mnist", "epochs": 1, "steps_per_epoch": 2, "learning_rate": 0.001,
+                "repetitions": 3, "warmup_steps": 1, "seed": 1, "timeout_s": 300,
+                "noise_cov": 0.1, "min_repetition_s": 0.0}  # fmt: skip
+    record = run_cell(make_cell(values, {}, settings), data=manifest, out=tmp_path / "r.json")
+    assert record["status"] == "ok", record.get("message")
+    energy = record["energy"]
+    passes = sum(record["timings"]["passes"])
+    assert energy["samples"] == passes * 2 * 64  # 2 steps of 64: the cap, or all 128 test samples
+    assert energy["window_s"] > 0
+    if energy["joules_per_sample"] is None:
+        assert energy["reason"] and (energy["cpu_reason"] or energy["gpu_reason"])
+    else:
+        assert energy["samples_per_kwh"] == pytest.approx(3.6e6 / energy["joules_per_sample"])
