@@ -74,3 +74,16 @@ def test_a_server_as_fast_as_the_trivial_route_is_client_bound():
     capacity = client_capacity(payloads, seconds=0.8, host="127.0.0.1", **options)
     assert steady["steady"]["meets_minimum"] and steady["errors"] == 0
     assert client_bound(steady["requests_per_s"], capacity["requests_per_s"]) is True
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("min_duration_s", -1), ("min_requests", 1.5), ("capacity_s", 0)]
+)
+def test_bad_steady_settings_name_their_key(key, value):
+    from devicebench.config import ConfigError, check_config
+
+    serve = {"image_size": 32, key: value}
+    study = {"tasks": {"serve_image": {"serve": serve}}, "frameworks": ["torch"]}
+    study |= {"devices": {"cpu": {"threads": [1]}}, "precisions": ["fp32"], "modes": ["serve"]}
+    with pytest.raises(ConfigError, match=f"tasks.serve_image.serve.{key}"):
+        check_config(study | {"batch_sizes": [4]})
