@@ -71,6 +71,7 @@ CHART_NAMES = [
     "throughput_per_cell",
     "accuracy_per_cell",
     "mfu_per_cell",
+    "energy_per_sample",
     "utilization_timeline",
     "top_ops",
     "serve_throughput_vs_clients",

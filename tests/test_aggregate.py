@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -185,9 +186,31 @@ def test_quality_table(cells: pd.DataFrame) -> None:
     qt = quality_table(cells)
     assert len(qt) == 7  # every train row, failures included
     assert {"accuracy", "f1_macro", "f1_micro", "loss", "synthetic"} <= set(qt.columns)
-    mlp128 = qt[(qt.task == "mnist_mlp") & (qt.batch_size == 128)]
-    assert mlp128.accuracy_spread.max() == pytest.approx(0.01)
+    assert qt.accuracy_spread.isna().all()  # train cells are not compared: nothing converged
     assert qt.synthetic.all()
+
+
+def _converge(root: Path, device: str, accuracy: float, converged: bool = True) -> Path:
+    path = make_record(root, device=device, threads=2 if device == "cpu" else None,
+                       mode="converge", accuracy=accuracy)  # fmt: skip
+    record = json.loads(path.read_text())
+    record["converge"] = {"metric": "accuracy", "target": 0.85, "converged": converged,
+                          "time_to_target_s": 5.0 if converged else None, "epochs": 3}  # fmt: skip
+    write_atomic(path, record)
+    return path
+
+
+def test_agreement_compares_converged_cells_only(tmp_path: Path) -> None:
+    root = tmp_path / "cells"
+    both = [_converge(root, "cpu", 0.87), _converge(root, "cuda", 0.90)]
+    qt = quality_table(collect_records([*both, make_record(root, device="cpu", accuracy=0.1)]))
+    converge = qt[qt["mode"] == "converge"]
+    assert converge.accuracy_spread.tolist() == pytest.approx([0.03, 0.03])
+    assert qt[qt["mode"] == "train"].accuracy_spread.isna().all()
+    short = [_converge(tmp_path / "b", "cpu", 0.87), _converge(tmp_path / "b", "cuda", 0.5, False)]
+    qt = quality_table(collect_records(short))
+    assert qt.accuracy_spread.max() == 0.0  # the unconverged cell is left out, not compared
+    assert qt[qt.device_label == "cuda"].accuracy_spread.isna().all()
 
 
 def test_markdown_and_csv_output(cells: pd.DataFrame, tmp_path: Path) -> None:
@@ -250,7 +273,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
         *("--cells", str(tables / "cells.csv"), "--speedup", str(tables / "speedup.csv")),
     ]
     subprocess.run(chart_cmd, check=True)
-    _check_charts(sorted(charts.iterdir()), count=24)  # every chart of writeup_charts.CHART_NAMES
+    _check_charts(sorted(charts.iterdir()), count=26)  # every chart of writeup_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout
 

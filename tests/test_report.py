@@ -54,7 +54,7 @@ def test_report_is_self_contained_and_lists_its_charts(finished_study):
     workdir, config = finished_study
     page = (workdir / "results" / "report" / "index.html").read_text()
     manifest = json.loads((workdir / "results" / "report" / "charts.json").read_text())
-    assert len(manifest["charts"]) == 9 * len(config["tasks"])
+    assert len(manifest["charts"]) == 10 * len(config["tasks"])  # with energy_per_sample
     assert page.count('class="chart"') == len(manifest["charts"])
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']?https?:", page)
     for section in ("The question", "Setup", "Findings", "Cost", "Top operators", "SYNTHETIC"):

@@ -31,6 +31,8 @@ CONFIG = {
             "serve": {
                 "image_size": 32,
                 "requests": 40,
+                "min_duration_s": 0,  # a fixed count, not the quick default's steady window
+                "min_requests": 0,
                 "warmup_requests": 4,
                 "stability_window_s": 0.05,
                 "loadgen_scenarios": ["Offline", "Server"],

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from devicebench.converge import ALTERNATIVE_DATASETS
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.workloads import get, specs
@@ -110,6 +111,8 @@ def _check_names(study: dict[str, Any]) -> None:
                 )
         if "serve" in settings and TASKS[task].kind != "serve":
             raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
+        if "converge" in settings:
+            _check_converge(task, settings["converge"])
         for index, framework in enumerate(settings.get("frameworks", [])):
             if framework not in FRAMEWORKS:
                 raise ConfigError(
@@ -127,7 +130,7 @@ def _check_names(study: dict[str, Any]) -> None:
             get(task).validate(settings)
         except ValueError as error:
             raise ConfigError(f"config key tasks.{task}.{error}") from None
-    known = sorted({spec.dataset for spec in TASKS.values()})
+    known = sorted({spec.dataset for spec in TASKS.values()} | set(ALTERNATIVES))
     for name, settings in study.get("datasets", {}).items():
         if name not in known:
             raise ConfigError(
@@ -135,6 +138,22 @@ def _check_names(study: dict[str, Any]) -> None:
             )
         if settings.get("source") == "path" and not settings.get("path"):
             raise ConfigError(f"config key datasets.{name}.path: required when source is 'path'")
+
+
+ALTERNATIVES = {name for names in ALTERNATIVE_DATASETS.values() for name in names}
+
+
+def _check_converge(task: str, given: dict[str, Any]) -> None:
+    """A converge section needs a task that trains, and a dataset it can read."""
+    from devicebench.converge import check
+
+    TASKS = specs()  # noqa: N806 - the registry's specs by name
+    if "train" not in TASKS[task].modes:
+        raise ConfigError(f"config key tasks.{task}.converge: task {task} does not train")
+    try:
+        check(given, TASKS[task].dataset)
+    except ValueError as error:
+        raise ConfigError(f"config key tasks.{task}.{error}") from None
 
 
 def _check_weights(task: str, settings: dict[str, Any]) -> None:

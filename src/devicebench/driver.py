@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from devicebench.energy import EnergyMeter
 from devicebench.sampler import Sampler
 from devicebench.timing import latency_percentiles, summarize
 
@@ -95,6 +96,7 @@ def run_train(
     windows, passes, epoch_times = [], [], []
     bar = _progress(reps, "train")
     sampler = _sampler(settings)
+    meter = _energy_meter(settings).start()
     timed_start = time.time()
     for rep in range(reps):
         backend.new_model(seed)
@@ -117,6 +119,7 @@ def run_train(
         if bar:
             bar.update()
     timed_end = time.time()
+    energy = meter.stop(sum(passes) * steps * batch * epochs)
     utilization = sampler.stop()
     if bar:
         bar.close()
@@ -139,7 +142,7 @@ def run_train(
         epoch_s=epoch_times,
         steps_per_epoch=steps,
     )
-    return result | {"utilization": utilization}
+    return result | {"utilization": utilization, "energy": energy}
 
 
 def run_infer(
@@ -160,6 +163,7 @@ def run_infer(
     windows, passes, latencies = [], [], []
     bar = _progress(reps, "infer")
     sampler = _sampler(settings)
+    meter = _energy_meter(settings).start()
     timed_start = time.time()
     for rep in range(reps):
         count, window = 0, 0.0
@@ -177,6 +181,7 @@ def run_infer(
         if bar:
             bar.update()
     timed_end = time.time()
+    energy = meter.stop(sum(passes) * steps * batch)
     utilization = sampler.stop()
     if bar:
         bar.close()
@@ -193,7 +198,12 @@ def run_infer(
         timed_end,
         quality(dataset, predicted, loss),
     )
-    return result | {"utilization": utilization}
+    return result | {"utilization": utilization, "energy": energy}
+
+
+def _energy_meter(settings: dict[str, Any]) -> EnergyMeter:
+    """The energy counters around the timed section (`measure_energy: false`: none read)."""
+    return EnergyMeter(str(settings["device"]), enabled=bool(settings.get("measure_energy", True)))
 
 
 def _sampler(settings: dict[str, Any]) -> Sampler:
@@ -239,6 +249,13 @@ def _result(
             "samples_per_pass": samples,
         },
         "quality": dict(quality),
+        **footprint(backend),
+    }
+
+
+def footprint(backend: Backend) -> dict[str, Any]:
+    """The record's memory and model sections: peak memory so far, the model's size and loop."""
+    return {
         "memory": {
             "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "peak_device_mb": backend.peak_device_memory_mb(),

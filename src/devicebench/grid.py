@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from devicebench.config import ConfigError
+from devicebench.converge import converge_run, task_modes
+from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.workloads import specs
@@ -101,6 +103,7 @@ KNOWN_FLAGS = set(AXES) | {
     "engine",
     *SPARK_SETTINGS,
     "serve",
+    "converge",
     "weights",
     "pretrained",
 }
@@ -164,9 +167,11 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             devices,
             settings.get("precisions", study["precisions"]),
             batch_sizes,
-            [mode for mode in study["modes"] if mode in spec.modes],
+            task_modes(study["modes"], spec.modes, settings),
             itertools.product(*extra_axes),
         ):
+            if not converge_wanted(mode, framework, settings):
+                continue
             values = dict(
                 zip(
                     AXES,
@@ -175,8 +180,11 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 )
             )
             weights, source = cell_weights(settings, model)  # none for random weights
+            mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
             for scale, more in _scale_axes(study, mode):
-                cells.append(make_cell(values, dict(extra) | weights | scale, run | source | more))
+                cells.append(
+                    make_cell(values, dict(extra) | weights | scale, mode_run | source | more)
+                )
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
 

@@ -77,6 +77,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     math = torch_precision_math(settings)  # before any model is built
     backend, threads_reported = make_backend(workload, settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
+    if settings["mode"] == "converge":  # train to a target quality (devicebench.converge)
+        from devicebench.converge import run_converge as run
     if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset, quality=workload.quality)

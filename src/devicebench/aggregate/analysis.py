@@ -75,6 +75,10 @@ def add_analysis(
     df["target_accuracy"] = df["task"].map(lambda t: targets.get(t, np.nan)).astype("float64")
     reached = ok & df["mode"].eq("train") & (df["accuracy"] >= df["target_accuracy"])
     df["cost_to_target_usd"] = df["cost_usd"].where(reached)
+    if "time_to_target_s" in df:  # converge cells: the price of the time they took to the target
+        converged = ok & df["mode"].eq("converge") & df["time_to_target_s"].notna()
+        to_target = df["price_per_hour"] * df["time_to_target_s"] / 3600.0
+        df["cost_to_target_usd"] = to_target.where(converged, df["cost_to_target_usd"])
     # the peak of the math that ran (model.precision_math), else of the precision axis
     math = df["precision_math"] if "precision_math" in df.columns else df["precision"]
     math = math.where(math.notna() & math.ne("nan"), df["precision"])
@@ -145,6 +149,12 @@ def cost_table(df: pd.DataFrame) -> pd.DataFrame:
         "accuracy",
         "target_accuracy",
         "cost_to_target_usd",
+        "converged",
+        "time_to_target_s",
+        "energy_to_target_j",
+        "joules_per_sample",
+        "samples_per_kwh",
+        "energy_reason",
         "synthetic",
     ]
     return _sorted(_select(df, [*keys, *values]), keys)

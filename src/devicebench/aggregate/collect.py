@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.aggregate import energy
 from devicebench.flop_formulas import needs_recount
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
@@ -50,6 +51,7 @@ KNOWN_COLUMNS = frozenset(
         "device_label",
         *TAIL_COLUMNS,
         *USAGE_COLUMNS,
+        *energy.ENERGY_COLUMNS,
         *CONTEXT_COLUMNS,
         *DERIVED_COLUMNS,
         *ANALYSIS_COLUMNS,
@@ -65,20 +67,23 @@ MEASURED_COLUMNS = tuple(
 )
 INT_COLUMNS = tuple(
     "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores".split()
+    + list(energy.INTS)
 )
 FLOAT_COLUMNS = (
     *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions", "passes")),
     *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
     *"base_median_s speedup accuracy_spread flops_per_sample".split(),
     *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
+    *energy.FLOATS,
 )
-BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees")
+BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
     base_label base_status note peak_source precision_math
     """.split()
+    + list(energy.STRINGS)
 )
 
 
@@ -105,6 +110,7 @@ def collect_records(paths: Iterable[Path]) -> pd.DataFrame:
         *extras,
         *TAIL_COLUMNS,
         *USAGE_COLUMNS,
+        *energy.ENERGY_COLUMNS,
         *CONTEXT_COLUMNS,
     ]
     df = pd.DataFrame(rows, columns=columns)
@@ -221,6 +227,7 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(provenance, key)
     row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
+    row.update(energy.energy_columns(record))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
     return row
@@ -239,7 +246,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     utilization = _section(record, "utilization")
     summary = _section(utilization, "summary")
     out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
-    mode = "train" if row.get("mode") == "train" else "infer"
+    mode = "train" if row.get("mode") in ("train", "converge") else "infer"
     model = _section(record, "model")
     flops = _get(model, f"flops_per_sample_{mode}")
     if (_missing(flops) or needs_recount(dict(model))) and record.get("status") == "ok":

@@ -29,7 +29,9 @@ SERVING_COLUMNS = [
     "replicas", "clients", "status", "message", "requests", "requests_per_s", "samples_per_s",
     "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
-    "largest_batch", "server_peak_mb", "offline_samples_per_s", "offline_valid",
+    "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
+    "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s",
+    "offline_valid",
     "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
     "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id", "boot_id",
     "code_version",
@@ -66,6 +68,20 @@ def _loadgen(section: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _steady(serving: dict[str, Any], energy: dict[str, Any]) -> dict[str, Any]:
+    """The steady window, the client pool's own capacity and the energy per request."""
+    window = serving.get("steady_window") or {}
+    capacity = (serving.get("pool") or {}).get("client_capacity") or {}
+    return {
+        "window_s": window.get("window_s"),
+        "window_requests": window.get("window_requests"),
+        "window_meets_minimum": window.get("meets_minimum"),
+        "client_capacity_rps": capacity.get("requests_per_s"),
+        "client_bound": serving.get("client_bound"),
+        "joules_per_sample": energy.get("joules_per_sample"),
+    }
+
+
 def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     axes = record.get("axes", {})
     serving = record.get("serving") or {}
@@ -94,6 +110,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         "mean_batch": mean_batch,
         "largest_batch": largest,
         "server_peak_mb": (record.get("memory") or {}).get("peak_host_mb"),
+        **_steady(serving, record.get("energy") or {}),
         **_loadgen(serving.get("loadgen") or {}),
         "price_per_hour": price,
         "cell_id": record.get("cell_id"),

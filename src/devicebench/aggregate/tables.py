@@ -105,24 +105,31 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
 
 
 def quality_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Held-out quality of training cells, with the accuracy spread across devices.
+    """Held-out quality of training and converge cells, with the spread across devices.
 
-    Accuracy must agree across hardware; `accuracy_spread` (max - min over the ok cells that
-    differ only in device) makes a disagreement visible at a glance.
+    Quality must agree across hardware, but only a model trained to a target says anything
+    (after 20 steps every device is at chance, or apart by chance): `accuracy_spread` (max - min
+    over cells that differ only in device) is taken over converge cells that reached their target.
     """
     extras = extra_axis_columns(df)
     group = ["task", "model", "framework", "precision", "batch_size", *extras]
-    keys = [*group[:4], "device_label", "batch_size", *extras]
+    keys = ["mode", *group[:4], "device_label", "batch_size", *extras]
     values = ["status", "accuracy", "f1_macro", "f1_micro", "loss", "synthetic", "dataset"]
-    out = _select(df, ["mode", *keys, *values])
-    out = out[out["mode"].eq("train")].drop(columns="mode")
+    values += ["converged", "target_metric", "target_value", "time_to_target_s"]
+    out = _select(df, [*keys, *values])
+    out = out[out["mode"].isin(["train", "converge"])]
     if out.empty:
         out["accuracy_spread"] = pd.Series(dtype="float64")
         return out.reset_index(drop=True)
-    gkey = _group_key(out, group)
-    acc = out["accuracy"].where(out["status"].eq("ok"))
+    gkey = _group_key(out, ["mode", *group])
+    converged = out["converged"].astype("boolean").fillna(False).astype(bool)
+    compared = out["status"].eq("ok") & out["mode"].eq("converge") & converged
+    metric = out["target_metric"].where(compared)
+    acc = out["accuracy"].where(compared)
+    if "f1_micro" in out:  # a converge cell is compared on the metric it was trained to
+        acc = acc.where(metric.ne("f1_micro"), out["f1_micro"])
     spread = acc.groupby(gkey).transform("max") - acc.groupby(gkey).transform("min")
-    out["accuracy_spread"] = spread.where(out["status"].eq("ok"))
+    out["accuracy_spread"] = spread.where(compared)
     return _sorted(out, keys)
 
 

@@ -36,6 +36,7 @@ CHART_NAMES = [
     "throughput_per_cell",
     "accuracy_per_cell",
     "mfu_per_cell",
+    "energy_per_sample",
     "utilization_timeline",
     "top_ops",
     "serve_throughput_vs_clients",
@@ -92,6 +93,15 @@ def mfu_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
     plotted, subtitle = _split(cells, "achieved_tflops")
     title = _title("Achieved model TFLOP/s per cell (MFU where a datasheet peak exists)", plotted)
     return base._bars(plotted, "achieved_tflops", "TFLOP/s", title, subtitle, unit_range=False)
+
+
+def energy_per_sample(cells: pd.DataFrame) -> alt.TopLevelMixin:
+    """Measured joules per sample per cell (NVML GPU energy, RAPL CPU package and DRAM, over the
+    timed window); ok cells with no readable counter are counted in the subtitle (their reason
+    is `energy_reason` in cells.csv), never drawn as zero."""
+    plotted, subtitle = _split(cells, "joules_per_sample")
+    title = _title("Energy per sample (J, measured over the timed window)", plotted)
+    return base._bars(plotted, "joules_per_sample", "J/sample", title, subtitle, unit_range=False)
 
 
 def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
@@ -168,6 +178,7 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "throughput_per_cell": base.throughput_per_cell(cells),
         "accuracy_per_cell": base.accuracy_per_cell(cells),
         "mfu_per_cell": mfu_per_cell(cells),
+        "energy_per_sample": energy_per_sample(cells),
         "utilization_timeline": utilization_timeline(tables["utilization"]),
         "top_ops": top_ops(tables["profile_ops"]),
         "serve_throughput_vs_clients": serving_charts.throughput_vs_clients(serving),

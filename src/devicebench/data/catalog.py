@@ -157,6 +157,47 @@ JPEG_IMAGES = DatasetSpec(
     format="jpeg_zip",
 )
 
+# Fashion-MNIST (Xiao, Rasul and Vollgraf 2017, Zalando Research): MNIST's format and shapes, ten
+# clothing classes. Read from a local copy (source `path`), e.g. what Debian's
+# dataset-fashion-mnist package installs under /usr/share/datasets/fashion-mnist; the SHA-256s
+# below are of that package's four files (0.0~git20200523.55506a9-1), which are recompressed
+# (each .gz differs from Zalando's by a few header bytes), so a copy of Zalando's own files needs
+# its sums passed (datasets.fashion_mnist.sha256).
+FASHION_MNIST = DatasetSpec(
+    name="fashion_mnist",
+    base_url="",
+    files=(
+        FileSpec(
+            "train_images",
+            "train-images-idx3-ubyte.gz",
+            "b0564c3eedabfbf835052cff8503ea422014ce006caf5b757f851416ee8300c7",
+            26_421_856,
+        ),
+        FileSpec(
+            "train_labels",
+            "train-labels-idx1-ubyte.gz",
+            "0ae29f65d86684f32d1b9c85147786c547b9c6aebcaf235f0400a0cce308b056",
+            29_491,
+        ),
+        FileSpec(
+            "test_images",
+            "t10k-images-idx3-ubyte.gz",
+            "cc1d090a38ace84dfa1aa66e3ada7c336ef481a96936906477e6dd344da56eaa",
+            4_422_079,
+        ),
+        FileSpec(
+            "test_labels",
+            "t10k-labels-idx1-ubyte.gz",
+            "8d3605d196f4be44669e46906da9733c8131fef761fdbfec72c424d5222f1a05",
+            5_125,
+        ),
+    ),
+    image_shape=(28, 28),
+    num_classes=10,
+    train_size=60_000,
+    test_size=10_000,
+)
+
 DATASETS: dict[str, DatasetSpec] = {
-    d.name: d for d in (MNIST, CIFAR10, IMDB, NIETZSCHE, CONLL2003, JPEG_IMAGES)
+    d.name: d for d in (MNIST, CIFAR10, IMDB, NIETZSCHE, CONLL2003, JPEG_IMAGES, FASHION_MNIST)
 }

@@ -141,7 +141,12 @@ def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -
         compared = q["accuracy_spread"].notna().sum() if "accuracy_spread" in q else 0
         ran = q[q["status"].eq("ok")] if "status" in q else q
         devices = ran["device_label"].nunique() if "device_label" in ran else 0
-        if devices > 1:
+        if devices > 1 and compared == 0:
+            out.append(
+                "Accuracy agreement not checked: it compares converge cells that reached their "
+                "target, and none did on more than one device."
+            )
+        elif devices > 1:
             out.append(f"Accuracy agrees across devices for all {compared} compared cells.")
         else:
             out.append("Accuracy agreement not checked: only one device ran training cells ok.")

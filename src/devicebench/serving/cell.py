@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from devicebench.energy import EnergyMeter
 from devicebench.sampler import Sampler
-from devicebench.serving import loadgen
+from devicebench.serving import loadgen, steady
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.process import ServerProcess
 from devicebench.workloads import get
@@ -23,7 +24,11 @@ from devicebench.workloads import get
 # What a serve cell does unless the config's `tasks.<serve task>.serve` says otherwise.
 DEFAULTS: dict[str, Any] = {
     "image_size": 224,
-    "requests": 1000,
+    "requests": 1000,  # a fixed count, where min_duration_s and min_requests are both 0
+    "min_duration_s": 0.0,  # the steady window (serving.steady); the study: 30 s
+    "min_requests": 0,  # and at least this many requests in it; the study: 2,000
+    "ramp_s": 1.0,
+    "capacity_s": 5.0,
     "warmup_requests": 20,
     "batch_wait_ms": 5.0,
     "batch_buckets": "auto",
@@ -120,18 +125,11 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             url, payloads, clients=clients, requests=warmup, content_type=kind, processes=processes
         )
         sampler = Sampler(str(settings["device"]), enabled=True).start()
+        meter = EnergyMeter(str(settings["device"])).start()
         timed_start = time.time()
-        pool = run_pool(
-            url,
-            payloads,
-            clients=clients,
-            requests=int(serve["requests"]),
-            timeout_s=float(serve["request_timeout_s"]),
-            window_s=float(serve["stability_window_s"]),
-            content_type=kind,
-            processes=processes,
-        )
+        pool = steady.measure(url, payloads, serve, clients, processes, kind)
         timed_end = time.time()
+        energy = meter.stop(pool["ok"])
         utilization = sampler.stop()
         log(
             f"pool: {clients} clients in {pool['processes']} process(es), {pool['requests']} "
@@ -140,6 +138,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         )
         scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir, kind)
         stats = server.stats()
+    steady.add_capacity(pool, payloads, serve, clients, processes, kind)
     return {
         "serving": {
             "server": settings.get("server", "uvicorn"),
@@ -158,6 +157,8 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             "server_counts": stats["counts"],
             "warmup_errors": warm["errors"],
             "pool": pool,
+            "steady_window": pool.get("steady"),  # None: a fixed request count
+            "client_bound": pool.get("client_bound"),
             "loadgen": scenarios,
             "log_dir": str(log_dir),
         },
@@ -173,6 +174,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         "memory": {"peak_host_mb": stats["peak_rss_mb"], "peak_device_mb": None},
         "model": {"parameters": server.health.get("parameters")},
         "utilization": utilization,
+        "energy": energy,
     }
 
 

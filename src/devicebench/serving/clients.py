@@ -31,12 +31,14 @@ JPEG = "image/jpeg"
 
 
 async def _pool(
-    url: str, payloads, clients: int, requests: int, timeout_s: float, content_type: str
+    url: str, payloads, clients: int, requests, timeout_s: float, content_type: str
 ) -> list:
+    """`requests`: a count, or an iterable of request indices that ends when the pool should
+    stop issuing (serving.steady's duration-bound plan)."""
     import aiohttp
 
     results: list[tuple[float, float, bool, str]] = []
-    issued = iter(range(requests))
+    issued = iter(range(requests)) if isinstance(requests, int) else iter(requests)
     headers = {"content-type": content_type}
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -117,6 +119,11 @@ def run_pool(
     `payloads` are request bodies (bytes), sent as `content_type`; the clients and requests are
     split over `processes` client processes."""
     results = _run(url, payloads, clients, requests, timeout_s, content_type, processes)
+    return pool_stats(results, clients, min(processes, clients, requests), window_s)
+
+
+def pool_stats(results: list, clients: int, processes: int, window_s: float) -> dict[str, Any]:
+    """Throughput, latency percentiles, errors and stability of (start, end, ok, why) rows."""
     starts = np.array([r[0] for r in results])
     ends = np.array([r[1] for r in results])
     ok = np.array([r[2] for r in results], dtype=bool)
@@ -130,7 +137,7 @@ def run_pool(
             reasons[why] = reasons.get(why, 0) + 1
     return {
         "clients": clients,
-        "processes": min(processes, clients, requests),
+        "processes": processes,
         "requests": len(results),
         "ok": int(ok.sum()),
         "errors": errors,

@@ -1,0 +1,48 @@
+"""The energy and time-to-target columns of cells.csv, from a record's `energy` and `converge`.
+
+`joules_per_sample` and `samples_per_kwh` are the measured sources (GPU by NVML, CPU package and
+DRAM by RAPL) over the timed window; empty, with `energy_reason`, where no counter could be read.
+A converge cell adds whether it reached its target, the time, epochs and energy it took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+ENERGY_COLUMNS = """
+    joules_per_sample samples_per_kwh energy_j energy_covers energy_reason converged
+    time_to_target_s epochs_to_target energy_to_target_j target_metric target_value
+""".split()
+FLOATS = (
+    *"joules_per_sample samples_per_kwh energy_j time_to_target_s".split(),
+    *"energy_to_target_j target_value".split(),
+)
+INTS = ("epochs_to_target",)
+STRINGS = ("energy_covers", "energy_reason", "target_metric")
+
+
+def _value(mapping: Any, key: str) -> Any:
+    value = mapping.get(key) if isinstance(mapping, Mapping) else None
+    return np.nan if value is None else value
+
+
+def energy_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The row's energy and time-to-target values; NaN where the record has none."""
+    energy, converge = record.get("energy") or {}, record.get("converge") or {}
+    covers = energy.get("covers") if isinstance(energy, Mapping) else None
+    return {
+        "joules_per_sample": _value(energy, "joules_per_sample"),
+        "samples_per_kwh": _value(energy, "samples_per_kwh"),
+        "energy_j": _value(energy, "total_j"),
+        "energy_covers": "+".join(covers) if covers else np.nan,
+        "energy_reason": _value(energy, "reason"),
+        "converged": _value(converge, "converged"),
+        "time_to_target_s": _value(converge, "time_to_target_s"),
+        "epochs_to_target": _value(converge, "epochs") if converge.get("converged") else np.nan,
+        "energy_to_target_j": _value(converge, "energy_to_target_j"),
+        "target_metric": _value(converge, "metric"),
+        "target_value": _value(converge, "target"),
+    }
