@@ -91,14 +91,17 @@ def make_scorer(
     seq_len: int = 128,
     tokenizer: Path | str | None = None,
     buckets: str = "auto",
+    max_pixels: int | None = None,
 ) -> Scorer:
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
-    padding its batches to `buckets` (see batch_buckets)."""
+    padding its batches to `buckets` (see batch_buckets); images over `max_pixels` (None: the
+    default of decode.py) are refused."""
     sizes = batch_buckets(buckets, device, max_batch)
     if task == "serve_image":
         from devicebench.serving.models import image_scorer
 
-        scorer = image_scorer(framework, model, device, precision, image_size)
+        limit = {"max_pixels": max_pixels} if max_pixels else {}
+        scorer = image_scorer(framework, model, device, precision, image_size, **limit)
     elif task == "serve_text":
         from devicebench.serving.text_models import text_scorer
 
