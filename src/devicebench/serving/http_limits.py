@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from asyncio import TimerHandle
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 DEFAULT_MAX_HEADER_BYTES = 16 * 1024  # request line and headers together
@@ -37,6 +38,8 @@ def guarded_protocol(max_header_bytes: int, header_timeout_s: float) -> type:
             self.headers_done = 0  # requests whose headers were complete
             self.awaiting_headers = True
             self.header_timer: TimerHandle | None = None
+            self.parsed_bytes = 0  # request line and headers the parser found, this request
+            self.refused = False
 
         def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -49,6 +52,8 @@ def guarded_protocol(max_header_bytes: int, header_timeout_s: float) -> type:
         def data_received(self, data: bytes) -> None:
             done, awaiting = self.headers_done, self.awaiting_headers
             super().data_received(data)
+            if self.refused:
+                return
             if awaiting and self.awaiting_headers and self.headers_done == done:
                 self.header_bytes += len(data)  # within one request's headers: all header
                 if self.transport.is_closing():
@@ -58,7 +63,28 @@ def guarded_protocol(max_header_bytes: int, header_timeout_s: float) -> type:
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            self.parsed_bytes = 0
             self._start_header_clock()
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)
+            super().on_header(name, value)
+
+        def _count(self, size: int) -> None:
+            """Headers complete within one read are counted as the parser finds them; over
+            the limit the request is answered 431 and parsing stops."""
+            self.parsed_bytes += size
+            if self.parsed_bytes > max_header_bytes:
+                self._refuse(431, f"request headers over the {max_header_bytes}-byte limit")
+                raise httptools.HttpParserError("headers over the limit")
+
+        def send_400_response(self, msg: str) -> None:
+            if not self.refused:  # a parser error of its own, not the refusal above
+                super().send_400_response(msg)
 
         def on_headers_complete(self) -> None:
             self.awaiting_headers, self.header_bytes = False, 0
@@ -89,6 +115,7 @@ def guarded_protocol(max_header_bytes: int, header_timeout_s: float) -> type:
                 self.transport.close()
 
         def _refuse(self, status: int, message: str) -> None:
+            self.refused = True
             self._stop_header_clock()
             body = json.dumps({"detail": message}).encode()
             head = (
