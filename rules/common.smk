@@ -18,7 +18,7 @@ from devicebench.config import ConfigError, check_config, combine_configs
 from devicebench.config_files import read_yaml, typed_overrides
 from devicebench.devices import host_cores
 from devicebench.grid import expand_grid
-from devicebench.tasks import TASKS
+from devicebench.workloads import specs
 
 DEFAULT_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 
@@ -94,7 +94,6 @@ REPORT_CODE = [
     *sorted(str(p) for p in (SRC / "report").glob("*.py")),
 ]
 SLURM = {"mem_mb": 16000, "exclusive": False} | STUDY.get("slurm", {})
-DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 
 
 def dataset_settings(name):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import hostile_inputs
 import pytest
 
-from devicebench.serving import text_models
 from devicebench.serving.decode import text_chars
+from devicebench.workloads import serve_text as text_models
 
 IMAGE_BOMBS = [
     "jpeg header 11000x11000 x20",

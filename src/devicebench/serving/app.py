@@ -9,14 +9,13 @@ Requests wait at most --batch-wait-ms for others to share a batch of up to --max
 Decoding (JPEG, or tokenizing) runs in --decode-workers processes (0: threads of the server
 process), so the model's thread does not fight the decoders for the interpreter lock. On a GPU
 batches are padded to a few sizes, each scored once at start (--batch-buckets, scoring.py).
-With --replicas N, N such processes, each with its own model, serve the one port (workers.py).
+With --replicas N, N such processes, each with its own model, serve the one port (supervisor.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import os
 import socket
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 
+from devicebench.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,
@@ -36,7 +36,9 @@ from devicebench.serving.http_limits import (
     DEFAULT_MAX_HEADER_BYTES,
     guarded_protocol,
 )
-from devicebench.serving.scoring import BadRequest, Scorer, make_scorer
+from devicebench.serving.net import bind
+from devicebench.serving.scorer import BadRequest, Scorer
+from devicebench.serving.scoring import make_scorer
 from devicebench.serving.stats import ServerStats
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
@@ -86,15 +88,6 @@ class Batcher:
             for (_, future), label, score in zip(items, classes, scores, strict=True):
                 if not future.done():
                     future.set_result((int(label), float(score)))
-
-
-def die_with_parent() -> None:
-    """A decoder process gets SIGKILL when its server dies, however the server ends (Linux)."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def decoder_pool(workers: int) -> Executor | None:
@@ -196,24 +189,6 @@ def create_app(
     return app
 
 
-def bind(host: str, port: int) -> tuple[socket.socket, str]:
-    """A listening socket on `port`, or on a free port when that one is in use; and a note."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    note = ""
-    try:
-        sock.bind((host, port))
-    except OSError as error:
-        if error.errno != errno.EADDRINUSE:
-            raise
-        sock.bind((host, 0))
-        note = f"port {port} in use; took {sock.getsockname()[1]}"
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock, note
-
-
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every scoring server takes (this one and the Ray Serve one)."""
     parser.add_argument("--task", default="serve_image", choices=["serve_image", "serve_text"])
@@ -253,9 +228,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--header-timeout-s", type=float, default=DEFAULT_HEADER_TIMEOUT_S)
     parser.add_argument("--keep-alive-s", type=int, default=DEFAULT_KEEP_ALIVE_S)
     parser.add_argument(
-        "--replicas", type=int, default=1, help="server processes behind the port (workers.py)"
+        "--replicas", type=int, default=1, help="server processes behind the port (supervisor.py)"
     )
-    worker = parser.add_argument_group("one replica, as workers.py starts it")
+    worker = parser.add_argument_group("one replica, as supervisor.py starts it")
     worker.add_argument("--listen-fd", type=int, help="the listening socket it inherited")
     worker.add_argument("--stats-table", type=Path, help="the replicas' shared counters")
     worker.add_argument("--replica-slot", type=int, default=0, help="its row there")
@@ -286,7 +261,7 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.replicas > 1 and args.listen_fd is None:
-        from devicebench.serving.workers import supervise
+        from devicebench.serving.supervisor import supervise
 
         return supervise(args, sys.argv[1:] if argv is None else argv)
     return serve(args)

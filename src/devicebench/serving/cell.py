@@ -19,7 +19,7 @@ from devicebench.serving import loadgen
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.process import ServerProcess
-from devicebench.serving.scoring import CLIENT_CONTENT_TYPES
+from devicebench.workloads import get
 
 # What a serve cell does unless the config's `tasks.<serve task>.serve` says otherwise.
 DEFAULTS: dict[str, Any] = {
@@ -111,7 +111,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     log_dir = Path(settings.get("log_dir") or "serve-logs")
     clients = int(settings.get("clients", 20))
     server = make_server(settings, serve, log_dir, getattr(dataset, "tokenizer", None))
-    kind = CLIENT_CONTENT_TYPES[settings["task"]]
+    kind = get(settings["task"]).client_content_type
     started = time.perf_counter()
     with server:
         startup_s = time.perf_counter() - started

@@ -16,7 +16,7 @@ import io
 
 import numpy as np
 
-from devicebench.serving.scoring import BadRequest
+from devicebench.serving.scorer import BadRequest
 
 # 16 megapixels: 4,000 x 4,000, above any camera image the study sends (its JPEGs are 224 px
 # or less) and a decoded RGB image of 48 MB at most.

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench.cell import REPO, _die_with_parent
+from devicebench.processes import REPO, die_with_parent
 
 
 def task_arguments(
@@ -120,7 +120,7 @@ class ServerProcess:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )  # fmt: skip
         try:
             self._wait_ready()
