@@ -73,6 +73,9 @@ def write_atomic(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:  # e.g. a full disk: say which record could not be written
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(error.errno, f"cannot write record {path}: {error.strerror}") from error
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
