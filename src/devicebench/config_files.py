@@ -86,7 +86,7 @@ def _typed(value: Any, top: bool = False) -> Any:
     import yaml
 
     if isinstance(value, dict):
-        return {_typed(k): _typed(v) for k, v in value.items()}
+        return {key: _typed(item) for key, item in value.items()}  # keys stay strings
     if isinstance(value, list):
         return [_typed(item) for item in value]
     if isinstance(value, str) and not top:
