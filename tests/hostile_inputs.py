@@ -107,7 +107,9 @@ def post(url: str, body: bytes, headers: dict) -> dict[str, Any]:
     return {"status": answer.status_code, "detail": str(detail)[:200], "ms": round(ms, 1)}
 
 
-def raw(url: str, request: bytes, trickle_s: float = 0.0, wait_s: float = 30.0) -> dict[str, Any]:
+def raw(
+    url: str, request: bytes, trickle_s: float = 0.0, wait_s: float = 30.0, to_close: bool = False
+) -> dict[str, Any]:
     """Send `request` bytes on a fresh connection (a byte every `trickle_s` when > 0, until the
     server closes) and read the answer: its status line (or '' when closed without one) and how
     long the connection stayed open."""
@@ -125,17 +127,22 @@ def raw(url: str, request: bytes, trickle_s: float = 0.0, wait_s: float = 30.0) 
                 sock.sendall(request)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        answer = b""
+        answer, closed = b"", False
         try:
             while chunk := sock.recv(65536):
                 answer += chunk
-                if b"\r\n\r\n" in answer and not trickle_s:
+                if b"\r\n\r\n" in answer and not (trickle_s or to_close):
                     break
-        except (TimeoutError, ConnectionResetError):
+            else:
+                closed = True  # the server closed the connection (not our wait running out)
+        except ConnectionResetError:
+            closed = True
+        except TimeoutError:
             pass
     line = answer.split(b"\r\n", 1)[0].decode(errors="replace")
     status = int(line.split()[1]) if line.startswith("HTTP/") else 0
-    return {"status": status, "line": line, "open_s": round(time.perf_counter() - started, 2)}
+    open_s = round(time.perf_counter() - started, 2)
+    return {"status": status, "line": line, "closed_by_server": closed, "open_s": open_s}
 
 
 def header_request(headers: list[tuple[str, str]]) -> bytes:
@@ -179,6 +186,8 @@ def image_cases(url: str, pid: int, uvicorn: bool) -> dict[str, Any]:
     # uvicorn: header timeout 1 s and at most 4 connections (server() below); Ray Serve's proxy
     # has neither: these connections are given up after 15 s
     cases["idle connection"] = raw(url, b"", wait_s=15)
+    health = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
+    cases["idle after an answer (keep-alive)"] = raw(url, health, wait_s=15, to_close=True)
     cases["slowloris headers"] = raw(url, header_request([("x-slow", "a" * 300)]), 0.05, 15)
     if uvicorn:
         cases["over the concurrency limit"] = over_the_limit(url, good)
