@@ -47,18 +47,18 @@ def test_every_listening_address_is_the_loopback(result):
     )
 
 
-def test_uvicorn_refuses_big_headers_slow_and_idle_connections_and_load_beyond_its_limit(result):
-    if result["engine"] != "uvicorn":
-        pytest.skip("Ray Serve's proxy has its own HTTP server (README: its limits)")
+def test_big_headers_slow_and_idle_connections_are_refused_or_closed(result):
+    """uvicorn by its guarded protocol; Ray Serve's proxy by the same, installed in Ray's
+    processes (ray_limits.py)."""
     cases = result["image"]["cases"]
     for name in HEADERS:
-        assert cases[name]["status"] in (400, 431), (name, cases[name])
-    assert cases["headers 1 MB"]["status"] == 431
+        assert cases[name]["status"] == 431, (name, cases[name])
     assert cases["idle connection"]["status"] == 0 and cases["idle connection"]["closed_by_server"]
     assert cases["slowloris headers"]["status"] == 408
     keep_alive = cases["idle after an answer (keep-alive)"]
     assert keep_alive["status"] == 200 and keep_alive["closed_by_server"]
-    assert cases["over the concurrency limit"]["status"] == 503
+    if result["engine"] == "uvicorn":
+        assert cases["over the concurrency limit"]["status"] == 503
 
 
 def test_the_tokenizer_is_given_a_bounded_text_and_gives_the_same_ids(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from devicebench.serving.app import add_server_arguments, read_request, scorer_of
+from devicebench.serving.ray_limits import HOOK as LIMITS_HOOK
 
 APP_NAME = "devicebench"
 
@@ -193,6 +194,7 @@ def start_ray(args: argparse.Namespace) -> None:
         return
     gpus = 1 if args.device.startswith("cuda") else 0
     ray.init(
+        runtime_env={"worker_process_setup_hook": LIMITS_HOOK},  # ray_limits.py
         num_cpus=args.threads,
         num_gpus=gpus,
         include_dashboard=False,
