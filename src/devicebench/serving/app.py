@@ -38,7 +38,7 @@ from devicebench.serving.http_limits import (
 )
 from devicebench.serving.net import bind
 from devicebench.serving.scorer import BadRequest, Scorer
-from devicebench.serving.scoring import make_scorer
+from devicebench.serving.scoring import make_scorer, serve_tasks
 from devicebench.serving.stats import ServerStats
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
@@ -191,12 +191,13 @@ def create_app(
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every scoring server takes (this one and the Ray Serve one)."""
-    parser.add_argument("--task", default="serve_image", choices=["serve_image", "serve_text"])
+    tasks = serve_tasks()
+    parser.add_argument("--task", default=tasks[0], choices=tasks)
     parser.add_argument("--framework", default="torch")
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--image-size", type=int, default=224, help="serve_image")
+    parser.add_argument("--image-size", type=int, default=224, help="image tasks: input size")
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
     parser.add_argument("--max-batch", type=int, default=8)

@@ -181,9 +181,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
 
 def _inputs(settings, serve, health) -> dict[str, Any]:
     """What one request holds: the image size, or the text's token limit and the padding."""
-    if settings["task"] == "serve_text":
-        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
-    return {"image_size": int(serve["image_size"])}
+    return get(settings["task"]).request_fields(serve, health)
 
 
 def _replica_peaks(stats: dict[str, Any]) -> list[float] | None:

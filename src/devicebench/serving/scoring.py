@@ -20,6 +20,13 @@ from typing import Any
 from devicebench.serving.scorer import BadRequest, Scorer  # noqa: F401 - the server's names
 
 
+def serve_tasks() -> list[str]:
+    """The registry's serve tasks, in its order (the first is the servers' default)."""
+    from devicebench.workloads import specs
+
+    return [name for name, spec in specs().items() if spec.kind == "serve"]
+
+
 def batch_buckets(spec: str, device: str, max_batch: int) -> tuple[int, ...]:
     """The batch sizes a server pads its batches to. `auto`: on a GPU the powers of two below
     `max_batch` and `max_batch` (on the H100 a MobileNetV2 batch of a size not seen before took

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,14 @@ class ServeImage(ServeWorkload):
 
     def serve_skip_reason(self, framework: str, model: str) -> str | None:
         return skip_reason(framework, model)
+
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return ["--task", self.spec.name, "--image-size", str(image_size)]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"image_size": int(serve["image_size"])}
 
 
 # transformers architectures: (config class, model class, config arguments)

@@ -88,20 +88,15 @@ def load_data(settings: dict[str, Any]) -> ReviewTexts:
 
 
 class ServeText(ServeWorkload):
-    """serve_text behind the registry: the functions above as its methods."""
+    """The registry's handle on this module: its functions are the Workload methods."""
 
     spec = SPEC
     content_type = "text/plain"
     client_content_type = "text/plain; charset=utf-8"
 
-    def validate(self, task_settings: dict[str, Any]) -> None:
-        validate(task_settings)
-
-    def skip_reason(self, settings: dict[str, Any]) -> str | None:
-        return skip_reason(settings)
-
-    def load_data(self, settings: dict[str, Any]) -> Any:
-        return load_data(settings)
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    load_data = staticmethod(load_data)
 
     def make_scorer(
         self, framework: str, model: str, device: str, precision: str, **options: Any
@@ -111,6 +106,21 @@ class ServeText(ServeWorkload):
             raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
         seq_len = int(options["seq_len"])
         return text_scorer(framework, model, device, precision, seq_len, tokenizer)
+
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return [
+            "--task",
+            self.spec.name,
+            "--seq-len",
+            str(seq_len),
+            "--tokenizer",
+            str(tokenizer or ""),
+        ]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
 
 
 PAD_ID = 0  # text_classify.SPECIALS: [PAD] is 0
