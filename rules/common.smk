@@ -33,9 +33,12 @@ def user_config(default, configfiles, overrides):
 
 
 try:
+    # With --configfile, the repository's default fills in; without, the Snakefile's configfile
+    # as Snakemake found it (config/config.yaml of the working directory).
+    configfiles = workflow.config_settings.configfiles
     combined = user_config(
-        DEFAULT_CONFIG,
-        workflow.config_settings.configfiles,
+        DEFAULT_CONFIG if configfiles else Path(workflow.configfiles[0]),
+        configfiles,
         workflow.config_settings.config,
     )
     config.clear()
