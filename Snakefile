@@ -25,9 +25,12 @@ localrules:
     scaling,
 
 
+# The records are targets themselves: Snakemake does not rerun a missing input of outputs that
+# are up to date, so without them a deleted record would stay missing once the tables exist.
 rule all:
     default_target: True
     input:
+        CELL_RECORDS,
         TABLES,
         CHARTS,
         REPORT,

@@ -15,6 +15,7 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
 from devicebench.config import ConfigError, check_config, combine_configs
+from devicebench.config_files import read_yaml, typed_overrides
 from devicebench.devices import host_cores
 from devicebench.grid import expand_grid
 from devicebench.workloads import specs
@@ -24,23 +25,24 @@ DEFAULT_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 
 def user_config(default, configfiles, overrides):
     """The config a run means: a --configfile selects what it lists (tasks, frameworks,
-    devices, ...), the default fills unspecified settings, --config values go on top.
-    Snakemake alone would merge the default's tasks into the user's."""
-    from snakemake.common.configfile import load_configfile
-
-    users = [load_configfile(str(path)) for path in configfiles]
-    return combine_configs(load_configfile(str(default)), users, dict(overrides))
+    devices, ...), the default fills unspecified settings, --config values go on top, typed
+    (config_files.py). Snakemake alone would merge the default's tasks into the user's. Files are
+    read again here, so that a key given twice is an error naming its lines."""
+    users = [read_yaml(path) for path in configfiles]
+    return combine_configs(read_yaml(default), users, typed_overrides(dict(overrides)))
 
 
 try:
-    if workflow.config_settings.configfiles:
-        combined = user_config(
-            DEFAULT_CONFIG,
-            workflow.config_settings.configfiles,
-            workflow.config_settings.config,
-        )
-        config.clear()
-        config.update(combined)
+    # With --configfile, the repository's default fills in; without, the Snakefile's configfile
+    # as Snakemake found it (config/config.yaml of the working directory).
+    configfiles = workflow.config_settings.configfiles
+    combined = user_config(
+        DEFAULT_CONFIG if configfiles else Path(workflow.configfiles[0]),
+        configfiles,
+        workflow.config_settings.config,
+    )
+    config.clear()
+    config.update(combined)
     STUDY = check_config(config)
     GRID = {cell.cell_id: cell for cell in expand_grid(STUDY)}
 except ConfigError as error:

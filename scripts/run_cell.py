@@ -24,6 +24,7 @@ except ImportError:  # running from a checkout without `pip install -e .`
 from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
 from devicebench.grid import AXES, SPARK_SETTINGS, make_cell  # noqa: E402
+from devicebench.output_space import OutputUnusable  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
 from devicebench.workloads import NAMES, get  # noqa: E402
 
@@ -218,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3
+    except OutputUnusable as error:  # found before the cell ran: nothing measured, nothing lost
+        print(f"[devicebench] error: {error}", file=sys.stderr, flush=True)
+        return 2
     return 0  # a failed cell is a result too: its record says so, and the grid goes on
 
 

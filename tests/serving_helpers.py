@@ -24,6 +24,22 @@ def tree_of(log_path) -> list[psutil.Process]:
     return found
 
 
+def servers_under(folder) -> list[psutil.Process]:
+    """Every live process of the servers whose log is under `folder` (a test's own tmp_path):
+    the processes a test started, found by the marker they inherit, never a server that someone
+    else runs on the same host."""
+    prefix = str(folder).rstrip("/") + "/"
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("DEVICEBENCH_SERVER_LOG", "").startswith(prefix):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
 def gone_within(log_path, seconds: float) -> list[psutil.Process]:
     """The server's processes still alive after waiting up to `seconds` for them to go."""
     deadline = time.monotonic() + seconds

@@ -12,7 +12,7 @@ import time
 import httpx
 import psutil
 import pytest
-from serving_helpers import server_in_a_parent
+from serving_helpers import server_in_a_parent, servers_under, tree_of
 
 from devicebench.data import load_dataset, prepare_dataset
 from devicebench.serving import loadgen
@@ -21,17 +21,6 @@ from devicebench.serving.process import ServerProcess
 
 SERVER = {"framework": "torch", "model": "mobilenetv2", "image_size": 32, "threads": 1}
 JPEG = {"content-type": "image/jpeg"}
-ME = psutil.Process().username()
-
-
-def server_processes() -> list[psutil.Process]:
-    """Every scoring server of this machine started by this user (there must be none left)."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "username"]):
-        command = process.info["cmdline"] or []
-        if "devicebench.serving.app" in command and process.info["username"] == ME:
-            found.append(process)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +35,7 @@ def server():
     with ServerProcess(**SERVER, max_batch=4, max_body_bytes=64_000) as running:
         yield running
     assert not psutil.pid_exists(running.pid) or running.process.poll() is not None
+    assert not tree_of(running.log_path), "the server's processes outlived it"
 
 
 def score(server, body: bytes, headers=JPEG) -> httpx.Response:
@@ -237,14 +227,13 @@ def test_a_serve_cell_over_its_time_limit_leaves_no_server(tmp_path, images):
     settings |= {"timeout_s": 20, "noise_cov": 0.1, "min_repetition_s": 0.0}
     settings["serve"] = json.dumps(serve)
     cell = make_cell(values, {"clients": 4, "server": "uvicorn"}, settings)
-    before = {p.pid for p in server_processes()}
     record = run_cell(
         cell, data=manifest, out=tmp_path / "cell.json", extra={"log_dir": str(tmp_path)}
     )
     assert record["status"] == "timeout", record["message"]
     assert (tmp_path / "server.log").exists()  # the server process was started (opened first)
     time.sleep(0.5)
-    assert {p.pid for p in server_processes()} <= before
+    assert not servers_under(tmp_path)  # only the processes of the server this test started
 
 
 def test_a_model_the_library_lacks_is_skipped_with_the_reason(tmp_path):
@@ -259,9 +248,3 @@ def test_a_model_the_library_lacks_is_skipped_with_the_reason(tmp_path):
     settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 60}
     record = run_cell(make_cell(values, {}, settings), data=manifest, out=tmp_path / "c.json")
     assert record["status"] == "skipped" and "nasnetlarge" in record["message"]
-
-
-def test_no_server_is_left_after_the_tests():
-    """Runs last (file order): only the module's own server, a child of this process, may run."""
-    leftover = [p for p in server_processes() if p.ppid() != os.getpid()]
-    assert not leftover, [p.cmdline() for p in leftover]

@@ -12,7 +12,7 @@ import pandas as pd
 import psutil
 import pytest
 from conftest import REPO
-from test_serving import server_processes
+from serving_helpers import servers_under, tree_of
 
 from devicebench.data import prepare_dataset
 from devicebench.serving import loadgen
@@ -42,13 +42,12 @@ def reviews(imdb):
 
 @pytest.fixture(scope="module")
 def server(reviews):
-    before = {p.pid for p in server_processes()}
     with ServerProcess(
         **SERVER, tokenizer=reviews.tokenizer, max_batch=4, max_body_bytes=20_000
     ) as running:
         yield running
     assert running.process.returncode is not None
-    assert {p.pid for p in server_processes()} <= before
+    assert not tree_of(running.log_path), "the server's processes outlived it"
 
 
 def score(server, body: bytes, headers=TEXT) -> httpx.Response:
@@ -161,7 +160,6 @@ def test_a_serve_text_cell_ends_ok_and_goes_into_the_serving_table(imdb, tmp_pat
     from devicebench.aggregate.serving import serving_table
     from devicebench.cell import run_cell
 
-    before = {p.pid for p in server_processes()}
     out = tmp_path / "cell.json"
     record = run_cell(_cell("bert-tiny"), data=imdb, out=out, extra={"log_dir": str(tmp_path)})
     assert record["status"] == "ok", record["message"]
@@ -181,7 +179,7 @@ def test_a_serve_text_cell_ends_ok_and_goes_into_the_serving_table(imdb, tmp_pat
     assert pd.isna(row["images_per_s"])  # texts, not images
     assert table.set_index("framework").loc["keras-torch", "status"] == "skipped"
     time.sleep(0.5)
-    assert {p.pid for p in server_processes()} <= before
+    assert not servers_under(tmp_path)
 
 
 def test_tokenizer_processes_score_and_reject_as_threads_do(reviews):

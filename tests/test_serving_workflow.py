@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from test_serving import server_processes
+from serving_helpers import servers_under
 from workflow import snakemake, write_config
 
 pytestmark = pytest.mark.workflow
@@ -47,7 +47,6 @@ CONFIG = {
 
 
 def test_a_serve_cell_runs_into_the_serving_table_charts_and_write_up(tmp_path):
-    before = {p.pid for p in server_processes()}
     write_config(tmp_path, CONFIG)
     snakemake(tmp_path, "--cores", "2")
     serving = pd.read_csv(tmp_path / "results/tables/serving.csv")
@@ -68,7 +67,7 @@ def test_a_serve_cell_runs_into_the_serving_table_charts_and_write_up(tmp_path):
         assert (tmp_path / f"results/charts/{chart}.png").stat().st_size > 0
     page = (tmp_path / "results/report/index.html").read_text()
     assert "Serving: throughput" in page and "mobilenetv2 on cpu:1t: at most" in page
-    assert {p.pid for p in server_processes()} <= before
+    assert not servers_under(tmp_path)  # the servers of this test's cells, nothing else
 
 
 TEXT_CONFIG = CONFIG | {
@@ -94,7 +93,6 @@ TEXT_CONFIG = CONFIG | {
 
 
 def test_a_serve_text_cell_runs_into_the_serving_table_and_write_up(tmp_path):
-    before = {p.pid for p in server_processes()}
     write_config(tmp_path, TEXT_CONFIG)
     snakemake(tmp_path, "--cores", "2")
     serving = pd.read_csv(tmp_path / "results/tables/serving.csv").set_index("framework")
@@ -110,4 +108,4 @@ def test_a_serve_text_cell_runs_into_the_serving_table_and_write_up(tmp_path):
     assert (logs / "Offline/mlperf_log_summary.txt").exists()
     page = (tmp_path / "results/report/index.html").read_text()
     assert "bert-tiny on cpu:1t: at most" in page
-    assert {p.pid for p in server_processes()} <= before
+    assert not servers_under(tmp_path)  # the servers of this test's cells, nothing else

@@ -185,6 +185,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 cells.append(
                     make_cell(values, dict(extra) | weights | scale, mode_run | source | more)
                 )
+    if not cells:
+        raise ConfigError(_empty_grid_reason(study))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
 
@@ -216,6 +218,17 @@ def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cel
             cell = Cell(axes=cell.axes, settings=(*cell.settings, ("profile", 1)))
         out.append(cell)
     return out
+
+
+def _empty_grid_reason(study: dict[str, Any]) -> str:
+    """Why a grid has no cell before any exclusion: the modes asked for are none of the tasks'
+    modes (or a task lists no model, batch size, ...)."""
+    modes = list(study["modes"])
+    offered = {task: specs()[task].modes for task in study["tasks"]}
+    if not any(set(modes) & set(task_modes) for task_modes in offered.values()):
+        has = "; ".join(f"{task}: {', '.join(m)}" for task, m in offered.items())
+        return f"config key modes: {modes} is no mode of the tasks asked for ({has})"
+    return "the grid has no cells: a task's models, frameworks, devices or batch sizes are empty"
 
 
 def _apply_exclusions(cells: list[Cell], exclude: list[dict[str, Any]]) -> list[Cell]:

@@ -63,11 +63,14 @@ def write_atomic(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Write `record` as JSON to `path` so that `path` is never seen half-written."""
     if record.get("status") not in STATUSES:
         raise ValueError(f"record status must be one of {STATUSES}, got {record.get('status')!r}")
-    with atomic_path(path) as tmp, open(tmp, "w") as handle:
-        json.dump(record, handle, indent=2, sort_keys=False, default=_jsonable)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    try:
+        with atomic_path(path) as tmp, open(tmp, "w") as handle:
+            json.dump(record, handle, indent=2, sort_keys=False, default=_jsonable)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as error:  # e.g. a full disk: say which record could not be written
+        raise OSError(error.errno, f"cannot write record {path}: {error.strerror}") from error
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ cell writes a sparse record, and its row must still appear.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate import energy
+from devicebench.aggregate.records import read_record
 from devicebench.flop_formulas import needs_recount
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
@@ -164,16 +164,13 @@ def format_value(value: Any) -> str:
 
 def _row(path: Path) -> dict[str, Any]:
     """Flatten one record into a row; a record that cannot be read is reported, not dropped."""
-    try:
-        record = json.loads(path.read_text())
-        if not isinstance(record, Mapping):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as exc:
+    record, wrong = read_record(path)
+    if wrong:
         record = {
             "cell_id": str(path.with_suffix("")),
             "axes": _axes_from_path(path),
             "status": "error",
-            "message": f"unreadable record {path}: {exc}",
+            "message": wrong,
         }
     axes = _section(record, "axes")
     timings = _section(record, "timings")

@@ -6,12 +6,13 @@ GPUs, drivers and library versions a run's records came from, and how many cells
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from devicebench.aggregate.records import read_record
 
 # What makes two records' environments "the same stack" (a row of the table).
 KEY_COLUMNS = [
@@ -70,7 +71,9 @@ def environment_table(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             dict(zip(KEY_COLUMNS, key, strict=True))
             | {
                 "threads": " ".join(map(str, threads)),
-                "frameworks": " ".join(sorted({f for f in group["framework"] if f})),
+                "frameworks": " ".join(
+                    sorted({f for f in group["framework"] if isinstance(f, str)})
+                ),
                 "cells": len(group),
                 "slurm_jobs": len(jobs),
             }
@@ -82,10 +85,7 @@ def read_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
     """The records that parse; unreadable ones are reported by the cells table instead."""
     records = []
     for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict):
+        record, wrong = read_record(path)
+        if not wrong:  # the cells table (not_ok) reports it, with the reason
             records.append(record)
     return records

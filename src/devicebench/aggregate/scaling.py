@@ -7,7 +7,6 @@ GPU buys. Plain pandas here: the benchmark prints this table on a GPU host with 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate.pairing import CROSSING, PAIRING, base_elsewhere, record_pairing
+from devicebench.aggregate.records import read_record
 
 # What makes two cells the same workload apart from their world size.
 WORKLOAD = ["task", "model", "framework", "device", "threads", "precision", "batch_size"]
@@ -37,10 +37,9 @@ def load_rows(paths: Iterable[Path]) -> pd.DataFrame:
     """One row per train record: its workload axes, world size (1 when unset) and throughput."""
     rows: list[dict[str, Any]] = []
     for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
-            continue  # the cells table reports unreadable records; here they have no throughput
+        record, wrong = read_record(path)
+        if wrong:
+            continue  # the cells table (not_ok) reports it, with the reason
         axes = record.get("axes", {})
         if axes.get("mode", "train") != "train":
             continue

@@ -13,7 +13,6 @@ model, framework, device, precision, batch and clients (1.0: linear scaling; NaN
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pandas as pd
 from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
+from devicebench.aggregate.records import read_record
 
 SERVING_COLUMNS = [
     "task", "model", "framework", "device_label", "precision", "batch_size", "seq_len", "server",
@@ -126,10 +126,9 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     """One row per serve record (ok or not) among `paths`."""
     rows = []
     for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
-            continue  # the cells table reports unreadable records
+        record, wrong = read_record(path)
+        if wrong:
+            continue  # the cells table (not_ok) reports it, with the reason
         if (record.get("axes") or {}).get("mode") == "serve":
             rows.append(_row(record, prices))
     df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))

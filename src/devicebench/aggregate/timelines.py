@@ -6,7 +6,6 @@ per operator), so they are read here, apart, from the same records.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.collect import device_label
+from devicebench.aggregate.records import read_record
 
 MAX_POINTS = 300
 GROUP = ["task", "model", "framework", "precision", "batch_size", "mode"]
@@ -43,11 +43,8 @@ OPS_COLUMNS = [
 
 def _records(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:
     for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("status") == "ok":
+        record, wrong = read_record(path)
+        if not wrong and record.get("status") == "ok":
             yield record
 
 

@@ -27,6 +27,15 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 
 from devicebench.processes import die_with_parent
+from devicebench.serving.decode import DEFAULT_MAX_PIXELS
+from devicebench.serving.http_limits import (
+    BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    DEFAULT_KEEP_ALIVE_S,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_HEADER_BYTES,
+    guarded_protocol,
+)
 from devicebench.serving.net import bind
 from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.serving.scoring import make_scorer, serve_tasks
@@ -109,7 +118,8 @@ def check_content_type(header: str, scorer: Scorer) -> str | None:
 
 async def read_request(request: Request, max_body: int, scorer: Scorer, reject, decoder=None):
     """The request's body decoded by the scorer, or `reject(status, message)` raised: 415 for
-    another content type, 413 over `max_body` bytes, 400 for an empty or undecodable body."""
+    another content type, 413 over `max_body` bytes or over a decoding limit (decode.py), 400
+    for an empty or undecodable body."""
     wrong = check_content_type(request.headers.get("content-type", ""), scorer)
     if wrong:
         raise reject(415, wrong)
@@ -117,16 +127,20 @@ async def read_request(request: Request, max_body: int, scorer: Scorer, reject, 
     if declared and declared.isdigit() and int(declared) > max_body:
         raise reject(413, f"body of {declared} bytes is over the {max_body}-byte limit")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_body:
-            raise reject(413, f"body is over the {max_body}-byte limit")
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):  # a body sent byte by byte is cut off
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > max_body:
+                    raise reject(413, f"body is over the {max_body}-byte limit")
+    except TimeoutError:
+        raise reject(408, f"body not received within {BODY_TIMEOUT_S:g} s") from None
     if not body:
         raise reject(400, f"empty body: send {scorer.body}")
     try:
         return await asyncio.get_running_loop().run_in_executor(decoder, scorer.decode, bytes(body))
-    except BadRequest as error:
-        raise reject(400, str(error)) from None
+    except BadRequest as error:  # 400, or its own status (413: over a decode.py limit)
+        raise reject(getattr(error, "status", 400), str(error)) from None
 
 
 def create_app(
@@ -192,6 +206,15 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-buckets", default="auto", help="sizes batches are padded to: auto, none, 1,4,16"
     )
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    parser.add_argument(
+        "--max-pixels", type=int, default=DEFAULT_MAX_PIXELS, help="serve_image: header's w x h"
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENCY,
+        help="connections and requests of a process (Ray: queued requests); 503 beyond",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--port-file", type=Path, required=True, help="written once serving")
@@ -202,6 +225,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_server_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
+    parser.add_argument("--max-header-bytes", type=int, default=DEFAULT_MAX_HEADER_BYTES)
+    parser.add_argument("--header-timeout-s", type=float, default=DEFAULT_HEADER_TIMEOUT_S)
+    parser.add_argument("--keep-alive-s", type=int, default=DEFAULT_KEEP_ALIVE_S)
     parser.add_argument(
         "--replicas", type=int, default=1, help="server processes behind the port (supervisor.py)"
     )
@@ -229,6 +255,7 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
         seq_len=args.seq_len,
         tokenizer=args.tokenizer,
         buckets=args.batch_buckets,
+        max_pixels=args.max_pixels,
     )
 
 
@@ -279,7 +306,15 @@ def serve(args: argparse.Namespace) -> int:
         decoder=decoder,
         stats=stats,
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        http=guarded_protocol(args.max_header_bytes, args.header_timeout_s),
+        limit_concurrency=args.max_concurrency,
+        timeout_keep_alive=args.keep_alive_s,
+    )
+    server = uvicorn.Server(config)
     tmp = args.port_file.with_suffix(".tmp")
     tmp.write_text(str(port))
     tmp.replace(args.port_file)  # the port is bound: connections queue until uvicorn accepts

@@ -18,6 +18,7 @@ from devicebench.energy import EnergyMeter
 from devicebench.sampler import Sampler
 from devicebench.serving import loadgen, steady
 from devicebench.serving.clients import client_processes, run_pool
+from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.process import ServerProcess
 from devicebench.workloads import get
 
@@ -33,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "batch_wait_ms": 5.0,
     "batch_buckets": "auto",
     "max_body_bytes": 1 << 20,
+    "max_pixels": DEFAULT_MAX_PIXELS,
     "decode_workers": "auto",
     "host": "127.0.0.1",
     "request_timeout_s": 60.0,
@@ -93,6 +95,7 @@ def make_server(
         batch_wait_ms=float(serve["batch_wait_ms"]),
         batch_buckets=str(serve["batch_buckets"]),
         max_body_bytes=int(serve["max_body_bytes"]),
+        max_pixels=int(serve["max_pixels"]),
         host=serve["host"],
         log_path=log_dir / "server.log",
     )

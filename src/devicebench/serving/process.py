@@ -8,6 +8,7 @@ outlives its cell, even when the worker itself is killed.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,8 @@ class ServerProcess:
         batch_wait_ms: float = 5.0,
         batch_buckets: str = "auto",
         max_body_bytes: int = 1 << 20,
+        max_pixels: int | None = None,
+        max_concurrency: int | None = None,
         decode_workers: int = 0,
         replicas: int = 1,
         host: str = "127.0.0.1",
@@ -61,13 +64,16 @@ class ServerProcess:
         startup_timeout_s: float = 300.0,
         module: str = "devicebench.serving.app",
         engine_arguments: list[str] | None = None,
+        server_arguments: list[str] = (),
     ):
         """`module` is the server program; `engine_arguments` its own options after the common
         ones (app.add_server_arguments), by default uvicorn's threads, decode workers (each
         replica's) and replicas (processes behind the port, sharing the threads)."""
-        self._tmp = Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
-        self.port_file = self._tmp / "port"
-        self.log_path = log_path or self._tmp / "server.log"
+        # Without a log path (by hand, tests) the log and port file go to a temporary folder that
+        # `stop` removes; a cell's live in its own log folder, which outlasts any kill.
+        self._tmp = None if log_path else Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
+        self.log_path = Path(log_path) if log_path else self._tmp / "server.log"
+        self.port_file = self.log_path.parent / f"{self.log_path.stem}.port"
         self.host, self.startup_timeout_s = host, startup_timeout_s
         self.command = [
             sys.executable,
@@ -79,6 +85,8 @@ class ServerProcess:
             *("--max-batch", str(max_batch), "--batch-buckets", batch_buckets),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),
             *("--host", host, "--port", str(port), "--port-file", str(self.port_file)),
+            *(["--max-pixels", str(max_pixels)] if max_pixels else []),
+            *(["--max-concurrency", str(max_concurrency)] if max_concurrency else []),
             *(
                 engine_arguments
                 if engine_arguments is not None
@@ -87,6 +95,7 @@ class ServerProcess:
                     *("--replicas", str(replicas)),
                 ]
             ),
+            *server_arguments,  # any further option of the server program, as given
         ]
         self.process: subprocess.Popen | None = None
         self.url = ""
@@ -109,6 +118,7 @@ class ServerProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         env["DEVICEBENCH_SERVER_LOG"] = str(self.log_path)  # marks the server's process tree
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.port_file.unlink(missing_ok=True)  # an earlier server's
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -158,7 +168,8 @@ class ServerProcess:
             return "(no log)"
 
     def stop(self) -> None:
-        """SIGTERM (uvicorn shuts down gracefully), SIGKILL after 10 s; reap the process."""
+        """SIGTERM (uvicorn shuts down gracefully), SIGKILL after 10 s; reap the process; remove
+        the temporary folder."""
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -166,3 +177,9 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.remove_folder()
+
+    def remove_folder(self) -> None:
+        """Remove the temporary folder (when there is one), its log included."""
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)

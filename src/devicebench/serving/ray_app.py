@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from devicebench.serving.app import add_server_arguments, read_request, scorer_of
+from devicebench.serving.ray_limits import HOOK as LIMITS_HOOK
 
 APP_NAME = "devicebench"
 
@@ -71,6 +72,7 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
         num_replicas=args.replicas,
         ray_actor_options=options,
         max_ongoing_requests=max(64, 4 * args.max_batch),
+        max_queued_requests=args.max_concurrency,  # 503 beyond
         health_check_period_s=2,
     )
     @serve.ingress(api)
@@ -173,6 +175,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def loopback_only() -> None:
+    """A local Ray's own services (GCS, raylet, workers, agents) listen on 127.0.0.1 only, not
+    on every interface. Ray takes the loopback address as its node address only where it runs
+    without cluster support (its switch for Windows and macOS hosts); before `ray` is imported,
+    so that every process it starts inherits it."""
+    if "ray" in sys.modules:
+        raise RuntimeError("loopback_only() must run before ray is imported")
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+
 def start_ray(args: argparse.Namespace) -> None:
     """A local Ray of --threads CPUs (and the GPU on cuda cells), or the cluster --ray-address."""
     import ray
@@ -182,6 +194,7 @@ def start_ray(args: argparse.Namespace) -> None:
         return
     gpus = 1 if args.device.startswith("cuda") else 0
     ray.init(
+        runtime_env={"worker_process_setup_hook": LIMITS_HOOK},  # ray_limits.py
         num_cpus=args.threads,
         num_gpus=gpus,
         include_dashboard=False,
@@ -193,6 +206,8 @@ def start_ray(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the host
+    if not args.ray_address:
+        loopback_only()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the finally: below
     # The cell's address-space cap (RLIMIT_AS) would break Ray's shared-memory object store;
     # the replicas are bounded by the host instead, and their peaks are recorded.
@@ -206,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     start_ray(args)
     try:
         port, note = free_port(args.host, args.port)
-        serve.start(http_options={"host": args.host, "port": port})
+        serve.start(http_options={"host": args.host, "port": port, "keep_alive_timeout_s": 5})
         info = {"task": args.task, "model": args.model, "framework": args.framework}
         info |= {"server": "ray-serve"}
         info |= {"replicas": args.replicas, "port": port, "port_note": note}

@@ -72,6 +72,7 @@ class RayServeProcess(ServerProcess):
         import psutil
 
         if self.process is None:
+            self.remove_folder()
             return
         self.processes()
         if self.process.poll() is None:
@@ -90,3 +91,4 @@ class RayServeProcess(ServerProcess):
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(left, timeout=10)
+        self.remove_folder()

@@ -59,9 +59,11 @@ def make_scorer(
     seq_len: int = 128,
     tokenizer: Path | str | None = None,
     buckets: str = "auto",
+    max_pixels: int | None = None,
 ) -> Scorer:
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
-    padding its batches to `buckets` (see batch_buckets)."""
+    padding its batches to `buckets` (see batch_buckets); images over `max_pixels` (None: the
+    default of decode.py) are refused."""
     sizes = batch_buckets(buckets, device, max_batch)
     from devicebench.workloads import get, specs
 
@@ -81,6 +83,7 @@ def make_scorer(
         image_size=image_size,
         seq_len=seq_len,
         tokenizer=tokenizer,
+        max_pixels=max_pixels,
     )
     scorer.buckets = sizes
     scorer.info["batch_buckets"] = list(sizes)

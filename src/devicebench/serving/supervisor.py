@@ -78,7 +78,9 @@ def supervise(args: argparse.Namespace, argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda number, _frame: stopping.append(number))
     signal.signal(signal.SIGINT, lambda number, _frame: stopping.append(number))
     sock, note = bind(args.host, args.port)
-    folder = Path(tempfile.mkdtemp(prefix="devicebench-replicas-"))
+    # Beside the port file (the cell's log folder, or its ServerProcess's temporary folder):
+    # removed below, and never left in /tmp when this supervisor is killed.
+    folder = Path(tempfile.mkdtemp(prefix="replicas-", dir=args.port_file.parent))
     ServerStats.shared(folder / "stats.bin", args.replicas, args.max_batch)  # zeroed
     replicas = Replicas(argv, sock.fileno(), folder, note)
     try:

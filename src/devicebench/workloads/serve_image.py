@@ -13,7 +13,6 @@ library lacks is a ``skipped`` cell with the reason, not an error.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 from functools import partial
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.serving.scorer import BadRequest, Scorer
+from devicebench.serving.decode import DEFAULT_MAX_PIXELS, decode_jpeg
+from devicebench.serving.scorer import Scorer
 from devicebench.workloads.base import SERVE_AXES, ServeWorkload, TaskSpec
 
 MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
@@ -51,7 +51,9 @@ class ServeImage(ServeWorkload):
     def make_scorer(
         self, framework: str, model: str, device: str, precision: str, **options: Any
     ) -> Scorer:
-        return image_scorer(framework, model, device, precision, int(options["image_size"]))
+        max_pixels = int(options.get("max_pixels") or DEFAULT_MAX_PIXELS)
+        image_size = int(options["image_size"])
+        return image_scorer(framework, model, device, precision, image_size, max_pixels)
 
     def serve_skip_reason(self, framework: str, model: str) -> str | None:
         return skip_reason(framework, model)
@@ -82,41 +84,26 @@ _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 
 
-class BadImage(BadRequest):
-    """A body that is not a decodable JPEG image."""
-
-
-def decode_jpeg(body: bytes, size: int) -> np.ndarray:
-    """Decode and resize one JPEG as a service would (Pillow); H×W×3 uint8."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(io.BytesIO(body)) as image:
-            if image.format != "JPEG":
-                raise BadImage(f"the body is a {image.format} image, not JPEG")
-            image.load()  # a truncated JPEG fails here
-            rgb = image.convert("RGB").resize((size, size), Image.BILINEAR)
-    except UnidentifiedImageError as error:
-        raise BadImage("the body is not an image Pillow can identify") from error
-    except (OSError, SyntaxError) as error:
-        raise BadImage(f"the JPEG cannot be decoded: {error}") from error
-    return np.asarray(rgb, dtype=np.uint8)
-
-
 def image_scorer(
-    framework: str, model: str, device: str, precision: str, image_size: int
+    framework: str,
+    model: str,
+    device: str,
+    precision: str,
+    image_size: int,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> Scorer:
-    """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
+    """serve_image: JPEG bytes in (at most `max_pixels` by their header), decoded and
+    resized (decode.py), stacked, scored by the classifier."""
     classifier = Classifier(framework, model, image_size, device, precision)
     return Scorer(
         content_type=ServeImage.content_type,
         body="the JPEG bytes of one image",
-        decode=partial(decode_jpeg, size=image_size),
+        decode=partial(decode_jpeg, size=image_size, max_pixels=max_pixels),
         collate=np.stack,
         predict=classifier.predict,
         parameters=classifier.parameters,
         warmup=np.zeros((image_size, image_size, 3), np.uint8),
-        info={"image_size": image_size},
+        info={"image_size": image_size, "max_pixels": max_pixels},
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.serving.decode import cut_text, text_chars
 from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.workloads import text_classify
 from devicebench.workloads.base import ServeWorkload, TaskSpec
@@ -142,14 +143,15 @@ def load_tokenizer(path: str, seq_len: int):
 
 
 def decode_text(body: bytes, tokenizer: str, seq_len: int) -> np.ndarray:
-    """One review's token ids ([CLS] ... [SEP], at most `seq_len`)."""
+    """One review's token ids ([CLS] ... [SEP], at most `seq_len`), from its first
+    text_chars(seq_len) characters only (serving/decode.py)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise BadText(f"the body is not valid UTF-8: {error}") from None
     if not text.strip():
         raise BadText("the body has no text (only white space): send one review as UTF-8 text")
-    ids = load_tokenizer(str(tokenizer), seq_len).encode(text).ids
+    ids = load_tokenizer(str(tokenizer), seq_len).encode(cut_text(text, seq_len)).ids
     return np.asarray(ids, dtype=np.int64)
 
 
@@ -219,7 +221,8 @@ def text_scorer(
         predict=classifier.predict,
         parameters=classifier.parameters,
         warmup=np.full(seq_len, 5, dtype=np.int64),  # 5: the first non-special id
-        info={"seq_len": seq_len, "padding": "longest in batch", "tokenizer": Path(tokenizer).name},
+        info={"seq_len": seq_len, "padding": "longest in batch", "tokenizer": Path(tokenizer).name}
+        | {"text_chars": text_chars(seq_len)},
     )
 
 
