@@ -172,10 +172,10 @@ def sentences(
     if not fastest.empty:
         low = fastest.loc[fastest["speedup"].idxmin()]
         high = fastest.loc[fastest["speedup"].idxmax()]
-        out.append(
-            f"Fastest GPU over fastest CPU configuration: from {times(low['speedup'])} "
-            f"({_label(low)}) to {times(high['speedup'])} ({_label(high)})."
-        )
+        span = f"{times(low['speedup'])} ({_label(low)})"
+        if len(fastest) > 1:
+            span = f"from {span} to {times(high['speedup'])} ({_label(high)})"
+        out.append(f"Fastest GPU over fastest CPU configuration: {span}.")
     cheap = paired.loc[paired["breakeven_gpu_usd_per_hour"].idxmin()]
     dear = paired.loc[paired["breakeven_gpu_usd_per_hour"].idxmax()]
     used = sorted({number(p) for p in paired.get("gpu_price_per_hour", []) if pd.notna(p)})
@@ -187,6 +187,10 @@ def sentences(
         f"{at}."
     )
     return out
+
+
+def _text(column: pd.Series, empty: str) -> pd.Series:
+    return column.astype("object").map(lambda v: empty if pd.isna(v) else str(v))
 
 
 def display_table(best: pd.DataFrame) -> pd.DataFrame:
@@ -204,9 +208,9 @@ def display_table(best: pd.DataFrame) -> pd.DataFrame:
         {
             "workload": rows["task"].astype(str),
             "mode": rows["mode"].astype(str),
-            "best CPU configuration": rows["cpu_config"].fillna("—").astype(str),
+            "best CPU configuration": _text(rows["cpu_config"], "—"),
             "CPU samples/s": rows["cpu_samples_per_s"].map(number),
-            "best GPU configuration": rows["gpu_config"].fillna("—").astype(str),
+            "best GPU configuration": _text(rows["gpu_config"], "—"),
             "GPU samples/s": rows["gpu_samples_per_s"].map(number),
             "speedup": rows["speedup"].map(times),
             "CPU US$ / M samples": rows["cpu_usd_per_million"].map(number),
@@ -215,11 +219,11 @@ def display_table(best: pd.DataFrame) -> pd.DataFrame:
             "GPU J / sample": rows["gpu_joules_per_sample"].map(number),
             "cheaper, by": rows.apply(cheaper, axis=1),
             "break-even GPU US$/h": rows["breakeven_gpu_usd_per_hour"].map(number),
-            "note": rows["note"].fillna("").astype(str),
+            "note": _text(rows["note"], ""),
         }
     )
     if rows["boot_id"].nunique(dropna=False) > 1:
-        shown.insert(2, "machine (boot id)", rows["boot_id"].fillna("—").astype(str).str[:8])
+        shown.insert(2, "machine (boot id)", _text(rows["boot_id"], "—").str[:8])
     return shown.reset_index(drop=True)
 
 
