@@ -62,7 +62,6 @@ def _timed(run, reps: int, sync) -> float:
 def measure(args: argparse.Namespace) -> list[dict]:
     import torch
 
-    import devicebench.tasks  # noqa: F401  (first: it registers the workload modules)
     from devicebench.data import prepare_dataset
     from devicebench.workloads import conll_ner
 

@@ -25,13 +25,13 @@ from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
 from devicebench.grid import AXES, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
-from devicebench.tasks import TASKS, get_task  # noqa: E402
+from devicebench.workloads import NAMES, get  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     axes = parser.add_argument_group("cell axes")
-    axes.add_argument("--task", required=True, choices=sorted(TASKS))
+    axes.add_argument("--task", required=True, choices=sorted(NAMES))
     axes.add_argument("--model", help="model of the task (default: the task's first model)")
     axes.add_argument("--framework", default="torch")
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
@@ -162,7 +162,7 @@ def default_data(dataset: str, seed: int) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    spec = get_task(args.task)
+    spec = get(args.task).spec
     threads = args.threads if args.threads == "all" else int(args.threads)
     values = {
         "task": args.task,

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-import devicebench.tasks  # noqa: F401  (registers the workloads first)
 from devicebench.data import conll, prepare_dataset
 from devicebench.workloads import conll_ner, ner_models
 

@@ -25,7 +25,7 @@ from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.grid import Cell
 from devicebench.record import new_record, read_record, write_atomic
 from devicebench.threads import thread_environment
-from devicebench.workloads import hook
+from devicebench.workloads import get
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,8 +200,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         skip = skip_reason(settings)
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
-    if not skip and (reason := hook(settings["task"], "skip_reason")):
-        skip = reason(settings)  # e.g. no Keras architecture for this model
+    if not skip:
+        skip = get(settings["task"]).skip_reason(settings)  # e.g. no Keras architecture
     if skip:
         record["status"] = "skipped"
         record["message"] = skip

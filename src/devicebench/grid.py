@@ -15,7 +15,8 @@ from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
-from devicebench.tasks import TASKS, axis_key
+from devicebench.workloads import specs
+from devicebench.workloads.base import axis_key
 from devicebench.workloads.pretrained import cell_weights
 
 AXES: tuple[str, ...] = (
@@ -132,7 +133,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
     cells = []
     devices = device_entries(study["devices"])
     for task, settings in study["tasks"].items():
-        spec = TASKS[task]
+        spec = specs()[task]
         models = settings.get("models", list(spec.models))
         batch_sizes = settings.get("batch_sizes", study["batch_sizes"])
         run = {

@@ -8,6 +8,14 @@ from collections.abc import Callable, Iterable
 
 import torch
 
+from devicebench.frameworks import AUTOCAST
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a precision (None: fp32 and tf32 run without autocast)."""
+    name = AUTOCAST.get(precision)
+    return None if name is None else getattr(torch, name)
+
 
 def timed_batches(
     device: torch.device, batches: Iterable, forward: Callable, sync: Callable[[], None]

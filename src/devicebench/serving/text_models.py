@@ -103,7 +103,7 @@ def text_scorer(
 ) -> Scorer:
     """serve_text: UTF-8 text in, tokenized and cut to `seq_len`, padded to the batch's longest,
     scored by the sequence classifier (torch only, as the text_classify workload)."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads.base import keras_skip_reason
     from devicebench.workloads.text_classify import keras_missing
 
     settings = {"framework": framework, "model": model}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec, Workload
 
 # ImageNet statistics: the normalization these architectures are fine-tuned with.
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -169,7 +169,7 @@ def keras_port(model: str) -> bool:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells of a model keras.applications lacks are skipped, saying where it is lacking."""
-    from devicebench.workloads import keras_hub_only, keras_skip_reason
+    from devicebench.workloads.base import keras_hub_only, keras_skip_reason
 
     model = str(settings["model"])
     if settings["framework"] == "torch" or keras_port(model):
@@ -303,8 +303,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     at 1x1)."""
     import torch
 
+    from devicebench.flops import count_flops
     from devicebench.workloads.pretrained import architecture
-    from devicebench.workloads.transformer_backend import count_flops
 
     model = str(settings["model"])
     source = _source(settings, model)
@@ -314,3 +314,26 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     else:
         net = build_model(model, 0, side)
     return count_flops(net, {"pixel_values": torch.zeros(2, 3, side, side)}, mode)
+
+
+class Cifar10Finetune(Workload):
+    """cifar10_finetune behind the registry: the functions above as its methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        validate(task_settings)
+
+    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+        return skip_reason(settings)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    def flops_per_sample(self, settings: dict[str, Any], mode: str) -> float:
+        return flops_per_sample(settings, mode)
+
+
+WORKLOAD = Cifar10Finetune()

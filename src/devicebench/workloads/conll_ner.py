@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec, Workload
 
 # name -> (architecture, BERT size); ner_models builds them (torch only, imported lazily).
 MODELS = {
@@ -76,7 +76,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras has no port of these models here; cached embeddings need a frozen BERT."""
-    from devicebench.workloads import keras_hub_only, keras_skip_reason
+    from devicebench.workloads.base import keras_hub_only, keras_skip_reason
 
     if reason := keras_skip_reason("conll_ner", settings, keras_hub_only("BERT")):
         return reason
@@ -205,3 +205,35 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
         chars=FLOP_CHARS,
         config=config,
     )
+
+
+class ConllNer(Workload):
+    """conll_ner behind the registry: the functions above as its methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        validate(task_settings)
+
+    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+        return skip_reason(settings)
+
+    def prepare_data(self, data_dir: Path) -> Path:
+        return prepare_data(data_dir)
+
+    def load_data(self, settings: dict[str, Any]) -> Any:
+        return load_data(settings)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    def quality(self, dataset: Any, predicted: Any, loss: float) -> dict[str, float]:
+        return quality(dataset, predicted, loss)
+
+    def flops_per_sample(self, settings: dict[str, Any], mode: str) -> float:
+        return flops_per_sample(settings, mode)
+
+
+WORKLOAD = ConllNer()

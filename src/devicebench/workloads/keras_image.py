@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from devicebench.frameworks.keras_backend import KerasBackend
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec
 
 # cifar10_finetune model -> keras.applications builder
 APPLICATIONS = {

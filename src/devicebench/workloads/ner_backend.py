@@ -19,11 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
 from devicebench.workloads import ner_models
 from devicebench.workloads.ner_inputs import IGNORE, NerArrays
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def build_encoder(config: Any, seed: int) -> ner_models.FrozenBertEmbeddings:
@@ -141,7 +139,7 @@ class NerBackend(TorchDevice):
         self.train = _Split(dataset.train, self.device)
         self.test = _Split(dataset.test, self.device)
         self.host_generator = torch.Generator()
-        self.autocast_dtype = DTYPES.get(settings["precision"])
+        self.autocast_dtype = autocast_dtype(settings["precision"])
         self.scaler = torch.amp.GradScaler(
             self.device.type, enabled=settings["precision"] == "fp16"
         )

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
 from devicebench.workloads import text_classify
+from devicebench.workloads.base import ServeWorkload, TaskSpec
 
 SPEC = TaskSpec(
     name="serve_text",
@@ -49,7 +49,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped, with text_classify's reason: keras-hub only."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads.base import keras_skip_reason
 
     return keras_skip_reason("serve_text", settings, text_classify.keras_missing(settings["model"]))
 
@@ -76,3 +76,23 @@ def load_data(settings: dict[str, Any]) -> ReviewTexts:
     count = int(settings.get("test_samples") or len(texts))
     bodies = [text.encode("utf-8") for text in texts[:count]]
     return ReviewTexts(bodies, labels[:count], tokenizer)
+
+
+class ServeText(ServeWorkload):
+    """serve_text behind the registry: the functions above as its methods."""
+
+    spec = SPEC
+    content_type = "text/plain"
+    client_content_type = "text/plain; charset=utf-8"
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        validate(task_settings)
+
+    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+        return skip_reason(settings)
+
+    def load_data(self, settings: dict[str, Any]) -> Any:
+        return load_data(settings)
+
+
+WORKLOAD = ServeText()

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec, Workload
 
 # name -> (transformers family, configuration keywords). Published sizes: BERT-base (Devlin et
 # al. 2019), RoBERTa-base, DistilBERT-base, TinyBERT General 4L-312D, MiniLM-L12-H384, and the
@@ -106,7 +106,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 def keras_missing(model: str) -> str:
     """Why a model has no Keras port here: its family is in keras-hub only (serve_text says it
     too)."""
-    from devicebench.workloads import keras_hub_only
+    from devicebench.workloads.base import keras_hub_only
 
     family = MODELS[model][0] if model in MODELS else "bert"
     names = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
@@ -115,7 +115,7 @@ def keras_missing(model: str) -> str:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped: the BERT family is in keras-hub only (not installable)."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads.base import keras_skip_reason
 
     return keras_skip_reason("text_classify", settings, keras_missing(settings["model"]))
 
@@ -296,8 +296,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
+    from devicebench.flops import count_flops
     from devicebench.workloads.pretrained import architecture
-    from devicebench.workloads.transformer_backend import count_flops
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
@@ -309,3 +309,32 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
         "attention_mask": torch.ones(1, seq_len, dtype=torch.long),
     }
     return count_flops(model, inputs, mode)
+
+
+class TextClassify(Workload):
+    """text_classify behind the registry: the functions above as its methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        validate(task_settings)
+
+    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+        return skip_reason(settings)
+
+    def prepare_data(self, data_dir: Path) -> Path:
+        return prepare_data(data_dir)
+
+    def load_data(self, settings: dict[str, Any]) -> Any:
+        return load_data(settings)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    def flops_per_sample(self, settings: dict[str, Any], mode: str) -> float:
+        return flops_per_sample(settings, mode)
+
+
+WORKLOAD = TextClassify()

@@ -23,10 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
-from devicebench.tasks import TaskSpec
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
+from devicebench.workloads.base import TaskSpec
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
@@ -71,7 +70,7 @@ class TransformerBackend(TorchDevice):
         self.test = {k: torch.as_tensor(v, device=self.device) for k, v in data["test"].items()}
         self.precision = str(settings["precision"])
         set_matmul_precision(self.precision)
-        self.autocast_dtype = DTYPES.get(self.precision)
+        self.autocast_dtype = autocast_dtype(self.precision)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.compiled = str(settings.get("compile", "eager")) == "compiled"
         self.generator = torch.Generator(device=self.device)
@@ -207,23 +206,6 @@ class TransformerBackend(TorchDevice):
             predictions.append(logits.argmax(dim=1))
         predicted = torch.cat(predictions).cpu().numpy()
         return predicted, float(total.item() / self.test_samples)
-
-
-def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
-    """FLOPs of one forward (infer) or forward + backward (train) over `inputs`, per sample."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    counter = FlopCounterMode(display=False)
-    samples = len(next(iter(inputs.values())))
-    if mode == "train":
-        model.train()
-        with counter:
-            model(**inputs).float().sum().backward()
-    else:
-        model.eval()
-        with torch.no_grad(), counter:
-            model(**inputs)
-    return counter.get_total_flops() / samples
 
 
 def weights_builder(
