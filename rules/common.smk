@@ -59,6 +59,7 @@ TABLE_NAMES = [
     "top_ops",
     "not_ok",
     "engines",
+    "best",
     "serving",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])

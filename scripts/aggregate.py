@@ -4,8 +4,8 @@
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
 Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops,
-top_ops, not_ok and serving tables, each as CSV and Markdown. Prices (--prices) are read here, so
-a price change reruns only the aggregates.
+top_ops, not_ok, engines, best and serving tables, each as CSV and Markdown. Prices (--prices)
+are read here, so a price change reruns only the aggregates.
 """
 
 import argparse
@@ -18,6 +18,7 @@ if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.aggregate import analysis, timelines  # noqa: E402
+from devicebench.aggregate.best import best_table  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
 from devicebench.aggregate.engines import engine_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
@@ -119,6 +120,7 @@ def aggregate(
         "top_ops": timelines.top_ops_side_by_side(ops),
         "not_ok": not_ok_table(cells),
         "engines": engine_table(cells),
+        "best": best_table(cells),
         "serving": serving_table(paths, price_table),
     }
     for name, table in tables.items():

@@ -237,7 +237,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     subprocess.run([*run, "--records", str(records[0].parents[8]), "--base", "cpu"], check=True)
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
-                      "utilization", "profile_ops", "top_ops", "not_ok", "engines",
+                      "utilization", "profile_ops", "top_ops", "not_ok", "engines", "best",
                       "serving")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)

@@ -22,7 +22,7 @@ LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro
 TAIL_COLUMNS = """
     iqr_s cov noisy first_call_s n_repetitions passes window_s p50_ms p90_ms p99_ms loss
     peak_host_mb peak_device_mb synthetic dataset source cpu_model gpu_name torch_version hostname
-    slurm_job_id seed config_hash code_version timed_start timed_end cell_id
+    slurm_job_id boot_id seed config_hash code_version timed_start timed_end cell_id
 """.split()
 # Utilization (sampled during the timed section) and model FLOPs, from the record.
 USAGE_COLUMNS = """
@@ -74,7 +74,7 @@ BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
-    cpu_model gpu_name torch_version hostname slurm_job_id config_hash code_version cell_id
+    cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
     base_label base_status note peak_source
     """.split()
 )
@@ -211,7 +211,7 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(_section(record, "memory"), key)
     for key in ("dataset", "source", "train_samples", "test_samples"):
         row[key] = _get(data, key)
-    for key in ("cpu_model", "gpu_name", "hostname", "slurm_job_id", "cpu_cores"):
+    for key in ("cpu_model", "gpu_name", "hostname", "slurm_job_id", "boot_id", "cpu_cores"):
         row[key] = _get(env, key)
     for key in ("gpu_driver", "cuda", "cudnn"):
         row[key] = _get(env, key)

@@ -1,0 +1,162 @@
+"""Each device at its best: the fastest and the cheapest ok cell of the CPU and of the GPU.
+
+Same-configuration speedups (speedup.csv) divide by the CPU at the GPU's batch, which may be the
+CPU's worse one. This table instead sets, per workload and mode, the CPU's best cell (any batch,
+precision, threads, engine, compile) against the GPU's best, and prices the difference: the GPU's
+hourly price at which its cost per sample equals the CPU's (the break-even price).
+
+Cells are compared only within one (boot_id, code_version) group: one machine boot and one code
+version, so two leases or two code versions never make a ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from devicebench.aggregate.collect import extra_axis_columns, format_value
+
+GROUP = ["task", "mode", "boot_id", "code_version", "model"]
+PICKS = {"fastest": "samples_per_s", "cheapest": "usd_per_million"}
+SIDE = ["cell", "config", "samples_per_s", "usd_per_million", "joules_per_sample"]
+COLUMNS = [
+    "task",
+    "mode",
+    "pick",
+    "boot_id",
+    "code_version",
+    *(f"cpu_{c}" for c in SIDE),
+    "gpu_cell",
+    "gpu_config",
+    "gpu_name",
+    *(f"gpu_{c}" for c in SIDE[2:]),
+    "speedup",
+    "cheaper",
+    "cost_ratio",
+    "breakeven_gpu_usd_per_hour",
+    "note",
+    "model",  # a task with several models compares each model on its own
+]
+DEVICES = {"cpu": "cpu", "gpu": "cuda"}
+# Axes named in the configuration text in their own words; any other extra axis follows as
+# "name value".
+NAMED_AXES = ("framework", "precision", "compile", "batch_size", "threads", "gpus", "engine")
+
+
+def best_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per (task, mode, boot_id, code_version, model, pick) over the ok cells.
+
+    `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
+    """
+    ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)].copy()
+    if ok.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    for col in ("boot_id", "code_version", "model"):
+        if col not in ok.columns:
+            ok[col] = np.nan
+    ok["usd_per_million"] = usd_per_million(ok["price_per_hour"], ok["samples_per_s"])
+    ok["_key"] = [tuple(_text(v) for v in row) for row in ok[GROUP].itertuples(index=False)]
+    rows = []
+    for key, group in ok.groupby("_key", sort=True):
+        for pick, column in PICKS.items():
+            rows.append(_pair(dict(zip(GROUP, key, strict=True)), pick, column, group, cells))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def usd_per_million(price_per_hour: pd.Series, samples_per_s: pd.Series) -> pd.Series:
+    """Cost of a million samples at an hourly price and a throughput (cost.csv's basis)."""
+    per_usd = pd.to_numeric(samples_per_s) * 3600.0 / pd.to_numeric(price_per_hour)
+    return (1e6 / per_usd.replace(0, np.nan)).astype("float64")
+
+
+def config_name(cell: pd.Series, extras: list[str]) -> str:
+    """A readable name of a cell's configuration, e.g. "torch bf16 compiled, batch 256"."""
+    head = " ".join(
+        _show(cell[k]) for k in ("framework", "precision", "compile") if _present(cell, k)
+    )
+    parts = [head] if head else []
+    if _present(cell, "batch_size"):
+        parts.append(f"batch {int(cell['batch_size'])}")
+    if str(cell.get("device")) == "cpu" and _present(cell, "threads"):
+        parts.append(f"{int(cell['threads'])} threads")
+    if _present(cell, "gpus") and _number(cell["gpus"]) not in (None, 1.0):
+        parts.append(f"{int(float(cell['gpus']))} GPUs")
+    if _present(cell, "engine"):
+        parts.append(f"engine {_show(cell['engine'])}")
+    parts += [f"{k} {_show(cell[k])}" for k in extras if k not in NAMED_AXES and _present(cell, k)]
+    return ", ".join(parts)
+
+
+def _pair(
+    key: dict[str, str], pick: str, column: str, group: pd.DataFrame, cells: pd.DataFrame
+) -> dict[str, Any]:
+    """The best CPU and GPU cell of one group by `column`, set side by side."""
+    extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
+    row: dict[str, Any] = {**key, "pick": pick}
+    notes = []
+    if not key["boot_id"]:
+        notes.append("boot_id not recorded: one machine not checked")
+    chosen = {}
+    for side, device in DEVICES.items():
+        on_device = group[group["device"].astype(str).eq(device)]
+        mine = on_device[on_device[column].notna()]
+        if mine.empty:
+            why = "no priced ok" if len(on_device) else "no ok"
+            notes.append(f"{why} {device} cell")
+            continue
+        ascending = pick == "cheapest"
+        best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
+        chosen[side] = best
+        row[f"{side}_cell"] = best.get("cell_id")
+        row[f"{side}_config"] = config_name(best, extras)
+        row[f"{side}_samples_per_s"] = float(best["samples_per_s"])
+        row[f"{side}_usd_per_million"] = float(best["usd_per_million"])
+        joules = best.get("joules_per_sample", np.nan)
+        row[f"{side}_joules_per_sample"] = _number(joules)
+    if "gpu" in chosen:
+        row["gpu_name"] = chosen["gpu"].get("gpu_name")
+    if len(chosen) == 2:
+        cpu, gpu = chosen["cpu"], chosen["gpu"]
+        row["speedup"] = float(gpu["samples_per_s"]) / float(cpu["samples_per_s"])
+        ratio = float(cpu["usd_per_million"]) / float(gpu["usd_per_million"])
+        row["cost_ratio"] = ratio
+        row["cheaper"] = "gpu" if ratio > 1 else "cpu"
+        per_gpu = float(gpu["price_per_hour"]) / _gpu_count(gpu)
+        row["breakeven_gpu_usd_per_hour"] = per_gpu * ratio
+    row["note"] = "; ".join(notes)
+    return row
+
+
+def _show(value: Any) -> str:
+    """An axis value as written in the config (128, not 128.0 from a column with gaps)."""
+    number = _number(value) if not isinstance(value, str) else None
+    return format_value(int(number) if number is not None and number.is_integer() else value)
+
+
+def _gpu_count(cell: pd.Series) -> float:
+    count = _number(cell.get("gpus", np.nan))
+    return count if count and count > 0 else 1.0
+
+
+def _present(cell: pd.Series, key: str) -> bool:
+    return key in cell.index and _text(cell[key]) != ""
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _text(value: Any) -> str:
+    """A group key part: missing values (NaN, None, "nan") become the empty string."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if value is pd.NA or str(value) in ("nan", "<NA>"):
+        return ""
+    return str(value)
