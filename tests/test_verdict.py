@@ -11,6 +11,7 @@ import pytest
 from devicebench.report.decision import decision_chart, decision_frame
 from devicebench.report.verdict import (
     BEST_COLUMNS,
+    compact,
     display_table,
     load_best,
     number,
@@ -66,7 +67,9 @@ def best_row(pick: str, **values) -> dict:
 
 
 def best(*rows: dict) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=BEST_COLUMNS)
+    """best.csv's columns in order, and `model` where a row names one (as the table adds it)."""
+    extra = ["model"] if any("model" in r for r in rows) else []
+    return pd.DataFrame(list(rows)).reindex(columns=[*BEST_COLUMNS, *extra])
 
 
 def test_costs_are_worked_out_again_from_the_prices_given():
@@ -156,3 +159,22 @@ def test_numbers_keep_three_digits_and_never_print_nan():
     assert number(1234567.8) == "1,234,568" and number(50.0) == "50"
     assert number(math.nan) == "—" and times(None) == "—"
     assert number(0.000098) == "0.0000980"
+
+
+def test_models_and_code_versions_keep_rows_apart_and_ddp_break_even_is_per_gpu():
+    ddp = cells()
+    ddp.loc[1, "gpus"] = 2  # the GPU cell occupies two H100s: 8 $/h
+    one = best_row("cheapest", model="a")
+    other = best_row("cheapest", model="b", code_version="v2")
+    again = best_row("cheapest", model="b", code_version="v3", gpu_cell=float("nan"))
+    table = reprice(best(one, other, again), ddp, PRICES)
+    assert table.iloc[0]["gpu_usd_per_million"] == pytest.approx(8.0 / 3600 / 5000 * 1e6)
+    # break-even per GPU (prices are per GPU): 0.68 $/h x 5000 / 1000 / 2 GPUs
+    assert table.iloc[0]["breakeven_gpu_usd_per_hour"] == pytest.approx(1.7)
+    said = sentences(table, PRICES)
+    assert "t infer (a)" in said[0] and "t infer (b) [v2 boot-1]" in said[0]
+    shown, empty = compact(display_table(table))
+    assert list(shown["model"]) == ["a", "b", "b"]
+    assert list(shown["code version"]) == ["v1", "v2", "v3"]
+    assert "note" in empty and "best GPU configuration" not in empty
+    assert {"CPU J / sample", "GPU J / sample"}.isdisjoint(empty)  # both sides measured

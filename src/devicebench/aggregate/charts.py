@@ -9,6 +9,7 @@ so no two marks stand for the same values. Titles say "synthetic data" when a ro
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -162,10 +163,17 @@ def _bars(
         return _empty(title, subtitle)
     plotted = plotted.assign(cell=_cell_label(plotted, with_task=False, with_device=False))
     scale = alt.Scale(domain=[0, 1]) if unit_range else log_if_wide(plotted[value])
+    start = {}
+    if scale.type == "log":  # a log bar has no zero: it starts at the decade below the least
+        plotted = plotted[pd.to_numeric(plotted[value]) > 0]
+        floor = 10 ** math.floor(math.log10(pd.to_numeric(plotted[value]).min()))
+        start = {"x2": alt.datum(floor)}
+        axis_title = f"{axis_title} (log scale)"
     chart = (
         alt.Chart(_data(plotted, ["cell", value]))
         .mark_bar()
         .encode(
+            **start,
             x=alt.X(f"{value}:Q", scale=scale, title=axis_title),
             y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
             yOffset=alt.YOffset("device_label:N"),
@@ -295,7 +303,7 @@ def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
     field, e.g. shape, would draw a second legend of the same names)."""
     if not _series_columns(df):
         return {}
-    legend = alt.Legend(labelLimit=0, symbolStrokeWidth=2)
+    legend = alt.Legend(labelLimit=0, symbolType="stroke", symbolStrokeWidth=2)
     return {"strokeDash": alt.StrokeDash("series:N", title=_series_title(df), legend=legend)}
 
 

@@ -21,7 +21,7 @@ def decision_frame(best: pd.DataFrame) -> pd.DataFrame:
     for side in ("cpu", "gpu"):
         part = pd.DataFrame(
             {
-                "workload": rows["task"].astype(str) + " · " + rows["mode"].astype(str),
+                "workload": rows["label"],
                 "device": side.upper(),
                 "configuration": rows[f"{side}_config"].astype("object"),
                 "usd_per_million": pd.to_numeric(rows[f"{side}_usd_per_million"]),

@@ -64,7 +64,7 @@ td:first-child,th:first-child{text-align:left}.flag{color:#b00;font-weight:bold}
 li{margin:.2em 0}.note{color:#555;font-size:13px}h1{font-size:1.5em;margin:.2em 0}
 #verdict h2{margin:.3em 0}#verdict ul{margin:.3em 0}#verdict p{margin:.3em 0;font-size:13px}
 details{border-top:1px solid #ddd}summary{cursor:pointer}summary h2{display:inline;font-size:1.15em}
-table.verdict td,table.verdict th{font-size:12px}
+table.verdict td,table.verdict th{font-size:12px}table.verdict td:nth-child(-n+4){text-align:left}
 """
 
 
@@ -170,7 +170,8 @@ def task_summary(best: pd.DataFrame | None, task: str) -> str:
     parts = []
     for _, row in rows.iterrows():
         ratio = row["cost_ratio"] if row["cheaper"] == "gpu" else 1 / row["cost_ratio"]
-        parts.append(f"{row['mode']}: {str(row['cheaper']).upper()} {times(ratio)} cheaper")
+        what = str(row["label"]).removeprefix(f"{task} ")
+        parts.append(f"{what}: {str(row['cheaper']).upper()} {times(ratio)} cheaper")
     return f" — {'; '.join(parts)}" if parts else ""
 
 

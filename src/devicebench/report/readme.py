@@ -17,6 +17,8 @@ import pandas as pd
 from devicebench.aggregate.analysis import load_prices
 from devicebench.aggregate.collect import read_table
 from devicebench.report.verdict import (
+    common_notes,
+    compact,
     display_table,
     load_best,
     number,
@@ -120,7 +122,13 @@ def verdict_part(
         ]
     best = reprice(best, cells, prices)
     lines = [f"- {s}" for s in sentences(best, prices, why_no_gpu(cells))]
-    lines += ["", markdown(display_table(best))]
+    table, empty = compact(display_table(best))
+    lines += ["", markdown(table)]
+    common = common_notes(best)
+    if empty:
+        common.append(f"left out, empty in every row: {', '.join(empty)}")
+    if common:
+        lines += [f"Every row: {'; '.join(common)}.", ""]
     lines.append(f"![cost per million samples, CPU vs GPU]({chart.as_posix()})")
     return lines
 

@@ -22,7 +22,7 @@ BEST_COLUMNS = [
     *"cpu_usd_per_million cpu_joules_per_sample gpu_cell gpu_config gpu_name".split(),
     *"gpu_samples_per_s gpu_usd_per_million gpu_joules_per_sample speedup cheaper".split(),
     *"cost_ratio breakeven_gpu_usd_per_hour note".split(),
-]
+]  # and, where a task has several models, `model` (each model compared on its own)
 SIDES = ("cpu", "gpu")
 
 
@@ -38,14 +38,15 @@ def load_best(folder: Path) -> pd.DataFrame | None:
     return best
 
 
-def _hourly(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, float]:
-    """Hourly price of every cell under `prices`, by cell id (all its GPUs for a DDP cell)."""
+def _hourly(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, tuple[float, int]]:
+    """Hourly price of every cell under `prices` (all its GPUs for a DDP cell) and its GPU
+    count, by cell id."""
     if cells.empty or "cell_id" not in cells:
         return {}
     gpus = _gpu_count(cells)
     names = cells["gpu_name"] if "gpu_name" in cells else pd.Series(np.nan, index=cells.index)
     return {
-        str(cid): price_per_hour(d, t, g, prices) * n
+        str(cid): (price_per_hour(d, t, g, prices) * n, n)
         for cid, d, t, g, n in zip(
             cells["cell_id"], cells["device"], cells["threads"], names, gpus, strict=True
         )
@@ -61,7 +62,10 @@ def reprice(best: pd.DataFrame, cells: pd.DataFrame, prices: dict[str, Any]) -> 
     repriced = pd.Series(True, index=out.index)
     for side in SIDES:
         cell = out[f"{side}_cell"].astype("object")
-        price = cell.map(lambda c: hourly.get(str(c), math.nan) if pd.notna(c) else math.nan)
+        found = cell.map(lambda c: hourly.get(str(c), (math.nan, 1)) if pd.notna(c) else None)
+        found = found.map(lambda f: f if f is not None else (math.nan, 1))
+        price = found.map(lambda f: f[0]).astype("float64")
+        out[f"{side}_gpus"] = found.map(lambda f: f[1])
         fresh = price / (out[f"{side}_samples_per_s"] * 3600.0) * 1e6
         known = cell.isna() | price.notna()
         out[f"{side}_price_per_hour"] = price
@@ -72,15 +76,33 @@ def reprice(best: pd.DataFrame, cells: pd.DataFrame, prices: dict[str, Any]) -> 
     both = cpu.notna() & gpu.notna()
     out["cost_ratio"] = (cpu / gpu).where(both)
     out["cheaper"] = np.where(both, np.where(cpu <= gpu, "cpu", "gpu"), None)
-    out["breakeven_gpu_usd_per_hour"] = (cpu / 1e6 * out["gpu_samples_per_s"] * 3600).where(both)
+    per_gpu = cpu / 1e6 * out["gpu_samples_per_s"] * 3600 / out["gpu_gpus"]
+    out["breakeven_gpu_usd_per_hour"] = per_gpu.where(both)  # per GPU, as prices are
     out["speedup"] = out["gpu_samples_per_s"] / out["cpu_samples_per_s"]
     return out
 
 
 def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
-    """The rows the verdict shows: pick == cheapest, in task then mode order."""
-    rows = best[best["pick"].astype(str).eq("cheapest")]
-    return rows.sort_values(["task", "mode", "boot_id"], kind="stable", na_position="last")
+    """The rows the verdict shows: pick == cheapest; rows with both devices first, then in task
+    and mode order. `label` names the row (its model too where the task has several)."""
+    rows = labelled(best[best["pick"].astype(str).eq("cheapest")])
+    rows["_unpaired"] = rows["cost_ratio"].isna()
+    keys = [k for k in ("task", "mode", "model", "boot_id", "code_version") if k in rows]
+    return rows.sort_values(["_unpaired", *keys], kind="stable", na_position="last")
+
+
+def labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` (one pick) with a `label` naming each: task and mode, the model where the task
+    has several, the code version and boot where the same workload appears twice."""
+    rows = rows.copy()
+    rows["label"] = rows["task"].astype(str) + " " + rows["mode"].astype(str)
+    if "model" in rows:
+        several = rows.groupby(["task", "mode"])["model"].transform("nunique").gt(1)
+        rows.loc[several, "label"] += " (" + rows.loc[several, "model"].astype(str) + ")"
+    twice = rows["label"].duplicated(keep=False)  # the same workload on two machines or codes
+    where = _text(rows["code_version"], "?") + " " + _text(rows["boot_id"], "").str[:8]
+    rows.loc[twice, "label"] += " [" + where[twice].str.strip() + "]"
+    return rows
 
 
 def number(value: Any, digits: int = 3) -> str:
@@ -101,12 +123,16 @@ def number(value: Any, digits: int = 3) -> str:
 
 
 def times(value: Any) -> str:
-    """A ratio as '3.2x' (never rounded to 1.0x when it is not 1)."""
-    return "—" if number(value) == "—" else f"{number(value)}x"
+    """A ratio as '3.2x'; within 1 % of 1 with four digits, so 0.996 never reads as 1.00x."""
+    shown = number(value)
+    if shown == "—":
+        return shown
+    near_one = abs(float(value) - 1) < 0.01 and float(value) != 1
+    return f"{number(value, 4) if near_one else shown}x"
 
 
 def _label(row: pd.Series) -> str:
-    return f"{row['task']} {row['mode']}"
+    return str(row.get("label", f"{row['task']} {row['mode']}"))
 
 
 def _has(row: pd.Series, side: str) -> bool:
@@ -123,24 +149,7 @@ def sentences(
     paired = rows[rows["cost_ratio"].notna()]
     out = []
     if paired.empty:
-        sides = "GPU" if not rows.apply(_has, axis=1, side="gpu").any() else "CPU or GPU"
-        notes = sorted({str(n) for n in rows["note"].dropna() if str(n)})
-        reason = f" ({'; '.join(notes)})" if notes else ""
-        out.append(
-            f"No workload has both a CPU and a GPU cell: no {sides} cell ran ok{reason}, so this "
-            "study gives no CPU/GPU verdict; the table shows the best configuration each side had."
-        )
-        if why_no_gpu:
-            out.append(f"Why: {why_no_gpu}.")
-        cpu = rows[rows.apply(_has, axis=1, side="cpu")]
-        if not cpu.empty and cpu["cpu_usd_per_million"].notna().any():
-            low = cpu.loc[cpu["cpu_usd_per_million"].idxmin()]
-            high = cpu.loc[cpu["cpu_usd_per_million"].idxmax()]
-            out.append(
-                f"On the CPU a million samples cost from US${number(low['cpu_usd_per_million'])} "
-                f"({_label(low)}) to US${number(high['cpu_usd_per_million'])} ({_label(high)})."
-            )
-        return out
+        return unpaired(rows, why_no_gpu)
     gpu_wins = paired[paired["cheaper"].eq("gpu")]
     cpu_wins = paired[paired["cheaper"].eq("cpu")]
 
@@ -168,7 +177,7 @@ def sentences(
         )
     joined = "; ".join(extremes)
     out.append(f"{joined[:1].upper()}{joined[1:]}.")
-    fastest = best[best["pick"].astype(str).eq("fastest") & best["speedup"].notna()]
+    fastest = labelled(best[best["pick"].astype(str).eq("fastest") & best["speedup"].notna()])
     if not fastest.empty:
         low = fastest.loc[fastest["speedup"].idxmin()]
         high = fastest.loc[fastest["speedup"].idxmax()]
@@ -189,8 +198,52 @@ def sentences(
     return out
 
 
+def _notes(value: Any) -> list[str]:
+    return [n.strip() for n in str(value).split(";") if n.strip()] if pd.notna(value) else []
+
+
+def common_notes(best: pd.DataFrame) -> list[str]:
+    """Notes every verdict row carries (said once under the table, not on each row)."""
+    rows = verdict_rows(best)
+    if rows.empty:
+        return []
+    each = [set(_notes(v)) for v in rows["note"]]
+    return sorted(set.intersection(*each))
+
+
+def _drop(note: str, common: list[str]) -> str:
+    return "; ".join(n for n in _notes(note) if n not in common)
+
+
 def _text(column: pd.Series, empty: str) -> pd.Series:
     return column.astype("object").map(lambda v: empty if pd.isna(v) else str(v))
+
+
+def unpaired(rows: pd.DataFrame, why_no_gpu: str | None) -> list[str]:
+    """What the verdict can say when no row has both sides: which side is missing, and why."""
+    has = {side: rows.apply(_has, axis=1, side=side).any() for side in SIDES}
+    missing = [side.upper() for side in SIDES if not has[side]]
+    what = f"no {' and no '.join(missing)} cell ran ok" if missing else "no pair ran ok"
+    notes = sorted({n for v in rows["note"] for n in _notes(v)})
+    reason = f" ({'; '.join(notes)})" if notes else ""
+    out = [
+        f"No workload has both a CPU and a GPU cell: {what}{reason}, so this study gives no "
+        "CPU/GPU verdict; the table shows the best configuration each side had."
+    ]
+    if why_no_gpu and not has["gpu"]:
+        out.append(f"Why: {why_no_gpu}.")
+    for side in SIDES:
+        part = rows[rows[f"{side}_usd_per_million"].notna()]
+        if part.empty:
+            continue
+        low = part.loc[part[f"{side}_usd_per_million"].idxmin()]
+        high = part.loc[part[f"{side}_usd_per_million"].idxmax()]
+        out.append(
+            f"On the {side.upper()} a million samples cost from "
+            f"US${number(low[f'{side}_usd_per_million'])} ({_label(low)}) to "
+            f"US${number(high[f'{side}_usd_per_million'])} ({_label(high)})."
+        )
+    return out
 
 
 def display_table(best: pd.DataFrame) -> pd.DataFrame:
@@ -208,23 +261,33 @@ def display_table(best: pd.DataFrame) -> pd.DataFrame:
         {
             "workload": rows["task"].astype(str),
             "mode": rows["mode"].astype(str),
+            "cheaper, by": rows.apply(cheaper, axis=1),
+            "CPU US$ / M samples": rows["cpu_usd_per_million"].map(number),
+            "GPU US$ / M samples": rows["gpu_usd_per_million"].map(number),
+            "break-even GPU US$/h": rows["breakeven_gpu_usd_per_hour"].map(number),
+            "speedup": rows["speedup"].map(times),
             "best CPU configuration": _text(rows["cpu_config"], "—"),
             "CPU samples/s": rows["cpu_samples_per_s"].map(number),
             "best GPU configuration": _text(rows["gpu_config"], "—"),
             "GPU samples/s": rows["gpu_samples_per_s"].map(number),
-            "speedup": rows["speedup"].map(times),
-            "CPU US$ / M samples": rows["cpu_usd_per_million"].map(number),
-            "GPU US$ / M samples": rows["gpu_usd_per_million"].map(number),
             "CPU J / sample": rows["cpu_joules_per_sample"].map(number),
             "GPU J / sample": rows["gpu_joules_per_sample"].map(number),
-            "cheaper, by": rows.apply(cheaper, axis=1),
-            "break-even GPU US$/h": rows["breakeven_gpu_usd_per_hour"].map(number),
-            "note": _text(rows["note"], ""),
+            "note": _text(rows["note"], "").map(lambda n: _drop(n, common_notes(best))),
         }
     )
+    if "model" in rows:
+        shown.insert(1, "model", _text(rows["model"], "—"))
+    if rows["code_version"].nunique(dropna=False) > 1:
+        shown["code version"] = _text(rows["code_version"], "—").to_numpy()
     if rows["boot_id"].nunique(dropna=False) > 1:
-        shown.insert(2, "machine (boot id)", _text(rows["boot_id"], "—").str[:8])
+        shown["machine (boot id)"] = _text(rows["boot_id"], "—").str[:8].to_numpy()
     return shown.reset_index(drop=True)
+
+
+def compact(shown: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The verdict table without columns that are empty in every row, and what they were."""
+    empty = [c for c in shown.columns if shown[c].isin(["—", ""]).all() and c != "workload"]
+    return shown.drop(columns=empty), empty
 
 
 def why_no_gpu(cells: pd.DataFrame) -> str | None:

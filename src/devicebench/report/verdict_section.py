@@ -8,7 +8,14 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.analysis import price_per_hour
-from devicebench.report.verdict import display_table, number, sentences, why_no_gpu
+from devicebench.report.verdict import (
+    common_notes,
+    compact,
+    display_table,
+    number,
+    sentences,
+    why_no_gpu,
+)
 
 HOW_TO_REPRICE = (
     "Prices are inputs: run <code>python scripts/report.py --tables TABLES --out OUT --prices "
@@ -43,7 +50,7 @@ def verdict_html(best: pd.DataFrame | None, cells: pd.DataFrame, prices: dict[st
         )
     said = "".join(f"<li>{html.escape(s)}</li>" for s in sentences(best, prices, why_no_gpu(cells)))
     names = sorted({str(n) for n in best["gpu_name"].dropna() if str(n)})
-    table = display_table(best)
+    table, empty = compact(display_table(best))
     body = table.to_html(index=False, escape=True, border=0, classes="verdict")
     note = (
         "<p class='note'>One row per workload and mode: each side's cheapest configuration "
@@ -52,5 +59,10 @@ def verdict_html(best: pd.DataFrame | None, cells: pd.DataFrame, prices: dict[st
         "configurations. Break-even: the GPU hourly price at which both cost the same per "
         "sample.</p>"
     )
-    shown = f"{prices_html(prices, names)}{note}<div class='scroll'>{body}</div>"
+    common = "".join(f"; {c}" for c in common_notes(best))
+    if empty:
+        common += f"; left out, empty in every row: {', '.join(empty)}"
+    if common:
+        note = note.replace("</p>", f" Every row: {html.escape(common[2:])}.</p>")
+    shown = f"{prices_html(prices, names)}<div class='scroll'>{body}</div>{note}"
     return f"{head}<ul>{said}</ul>{shown}"
