@@ -64,7 +64,7 @@ def test_report_is_self_contained_and_lists_its_charts(finished_study):
     for section in ('id="verdict"', "Setup", "Findings", "Cost", "Top operators", "SYNTHETIC"):
         assert section in page
     for task in config["tasks"]:
-        assert f"Task {task}" in page
+        assert f'<details id="task-{task}"><summary><h2>Workload {task}' in page
     assert "cheapest is" in page and "top operator" in page
     ok = sum(1 for line in (workdir / "results" / "tables" / "cells.csv").open() if ",ok," in line)
     assert re.search(rf"at least {config['min_repetition_s']} s each", page)

@@ -303,7 +303,7 @@ def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
     field, e.g. shape, would draw a second legend of the same names)."""
     if not _series_columns(df):
         return {}
-    legend = alt.Legend(labelLimit=0, symbolType="stroke", symbolStrokeWidth=2)
+    legend = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
     return {"strokeDash": alt.StrokeDash("series:N", title=_series_title(df), legend=legend)}
 
 

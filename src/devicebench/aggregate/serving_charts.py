@@ -14,7 +14,7 @@ IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "se
 
 
 SERIES_TITLE = "framework · precision · batch · server · replicas"
-LEGEND = alt.Legend(labelLimit=0)
+LEGEND = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
 
 
 def _ok(serving: pd.DataFrame) -> pd.DataFrame:
