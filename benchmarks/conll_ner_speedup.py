@@ -63,6 +63,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
     import torch
 
     from devicebench.data import prepare_dataset
+    from devicebench.limits import is_oom
     from devicebench.workloads import conll_ner
 
     if args.threads:
@@ -100,7 +101,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 )
                 status = "ok"
             except Exception as error:  # noqa: BLE001 - an OOM is a result here
-                if not backend.is_oom(error):
+                if not is_oom(error):
                     raise
                 train_s = infer_s = float("nan")
                 status = "oom"

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench import driver  # noqa: E402
 from devicebench.frameworks.torch_device import autocast_dtype  # noqa: E402
+from devicebench.frameworks.transformer_backend import set_matmul_precision  # noqa: E402
 from devicebench.workloads import (  # noqa: E402
     cifar10_finetune,
     get,  # noqa: E402
     text_classify,
 )
-from devicebench.workloads.transformer_backend import set_matmul_precision  # noqa: E402
 
 
 class Synthetic:

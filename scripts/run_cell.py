@@ -119,7 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if (args.weights == "pretrained") != bool(args.pretrained):
         parser.error("--weights pretrained and --pretrained FOLDER_OR_HUB_ID go together")
     if args.pretrained:
-        from devicebench.workloads.pretrained import MissingWeights, locate
+        from devicebench.frameworks.pretrained import MissingWeights, locate
 
         try:
             locate(args.model or args.task, args.pretrained)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from devicebench.config import ConfigError, check_config
+from devicebench.frameworks.transformer_backend import TransformerBackend
 from devicebench.workloads import cifar10_finetune, get, model_flops, specs, text_classify
-from devicebench.workloads.transformer_backend import TransformerBackend
 
 MODULES = ("text_classify", "cifar10_finetune", "conll_ner", "serve_text")
 

@@ -139,7 +139,7 @@ def _check_names(study: dict[str, Any]) -> None:
 
 def _check_weights(task: str, settings: dict[str, Any]) -> None:
     """`weights: pretrained` needs a local copy of every model of the task, found now."""
-    from devicebench.workloads.pretrained import MissingWeights, locate
+    from devicebench.frameworks.pretrained import MissingWeights, locate
 
     TASKS = specs()  # noqa: N806 - the registry's specs by name
     sources = settings.get("pretrained", {})

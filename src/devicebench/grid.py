@@ -15,9 +15,9 @@ from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
+from devicebench.frameworks.pretrained import cell_weights
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
-from devicebench.workloads.pretrained import cell_weights
 
 AXES: tuple[str, ...] = (
     "task",

@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+from devicebench.frameworks import KERAS_POLICIES
+
+# The classic Keras loop sets no TF32 math, so tf32 is no precision of its cells.
+POLICIES = {name: policy for name, policy in KERAS_POLICIES.items() if name != "tf32"}
 
 
 def make_keras_optimizer(name: str, lr: float, options: dict[str, float]):
@@ -226,7 +229,3 @@ class KerasBackend:
         import tensorflow as tf
 
         return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, MemoryError) or "out of memory" in str(error).lower()

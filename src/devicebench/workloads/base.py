@@ -121,6 +121,16 @@ class ServeWorkload(Workload):
         """Why this model cannot be served in this framework, or None."""
         return None
 
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        """The server options saying what it scores (devicebench.serving.app's flags)."""
+        return ["--task", self.spec.name]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        """What one request holds, for the record (image size, or token limit and padding)."""
+        return {}
+
 
 # Why keras-hub, which has ViT, DeiT and the BERT family, is not a dependency here.
 KERAS_HUB_BLOCKED = (

@@ -4,13 +4,28 @@ The cloud deployment study: MobileNetV2, NASNetMobile, ResNet50, ResNet152 and N
 an HTTP scoring API, 20-50 concurrent clients scoring 1,000 JPEG images. The server, clients,
 LoadGen and the record are devicebench.serving's; the request bodies are the jpeg_images
 dataset's files (the data registry's loader).
+
+The models, random weights: torch ones from transformers (built from an architecture config,
+never downloaded); Keras ones from keras.applications with ``weights=None``. An architecture a
+library lacks is a ``skipped`` cell with the reason, not an error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.workloads.base import SERVE_AXES, ServeWorkload, TaskSpec
 
 MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
+NUM_CLASSES = 1000
 
 
 class ServeImage(ServeWorkload):
@@ -18,7 +33,7 @@ class ServeImage(ServeWorkload):
         name="serve_image",
         dataset="jpeg_images",
         models=MODELS,
-        num_classes=1000,
+        num_classes=NUM_CLASSES,
         epochs=1,  # unused: a serve cell does not train
         batch_sizes=(8,),
         optimizer="none",
@@ -32,6 +47,172 @@ class ServeImage(ServeWorkload):
     )
     content_type = "image/jpeg"
     client_content_type = "image/jpeg"
+
+    def make_scorer(
+        self, framework: str, model: str, device: str, precision: str, **options: Any
+    ) -> Scorer:
+        return image_scorer(framework, model, device, precision, int(options["image_size"]))
+
+    def serve_skip_reason(self, framework: str, model: str) -> str | None:
+        return skip_reason(framework, model)
+
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return ["--task", self.spec.name, "--image-size", str(image_size)]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"image_size": int(serve["image_size"])}
+
+
+# transformers architectures: (config class, model class, config arguments)
+TORCH_ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "mobilenetv2": ("MobileNetV2Config", "MobileNetV2ForImageClassification", {}),
+    "resnet50": ("ResNetConfig", "ResNetForImageClassification", {"depths": [3, 4, 6, 3]}),
+    "resnet152": ("ResNetConfig", "ResNetForImageClassification", {"depths": [3, 8, 36, 3]}),
+}
+KERAS_APPLICATIONS = {
+    "mobilenetv2": "MobileNetV2",
+    "nasnetmobile": "NASNetMobile",
+    "resnet50": "ResNet50",
+    "resnet152": "ResNet152",
+    "nasnetlarge": "NASNetLarge",
+}
+_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+
+
+class BadImage(BadRequest):
+    """A body that is not a decodable JPEG image."""
+
+
+def decode_jpeg(body: bytes, size: int) -> np.ndarray:
+    """Decode and resize one JPEG as a service would (Pillow); H×W×3 uint8."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(body)) as image:
+            if image.format != "JPEG":
+                raise BadImage(f"the body is a {image.format} image, not JPEG")
+            image.load()  # a truncated JPEG fails here
+            rgb = image.convert("RGB").resize((size, size), Image.BILINEAR)
+    except UnidentifiedImageError as error:
+        raise BadImage("the body is not an image Pillow can identify") from error
+    except (OSError, SyntaxError) as error:
+        raise BadImage(f"the JPEG cannot be decoded: {error}") from error
+    return np.asarray(rgb, dtype=np.uint8)
+
+
+def image_scorer(
+    framework: str, model: str, device: str, precision: str, image_size: int
+) -> Scorer:
+    """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
+    classifier = Classifier(framework, model, image_size, device, precision)
+    return Scorer(
+        content_type=ServeImage.content_type,
+        body="the JPEG bytes of one image",
+        decode=partial(decode_jpeg, size=image_size),
+        collate=np.stack,
+        predict=classifier.predict,
+        parameters=classifier.parameters,
+        warmup=np.zeros((image_size, image_size, 3), np.uint8),
+        info={"image_size": image_size},
+    )
+
+
+def skip_reason(framework: str, model: str) -> str | None:
+    """Why this framework cannot serve this model here, or None."""
+    if model not in MODELS:
+        return f"unknown serving model {model!r}; known: {', '.join(MODELS)}"
+    if framework == "torch" and model not in TORCH_ARCHITECTURES:
+        return (
+            f"transformers has no {model} architecture (it has {', '.join(TORCH_ARCHITECTURES)}), "
+            "and timm cannot be installed beside the CPU build of torch 2.13"
+        )
+    if framework == "keras-torch" and model.startswith("nasnet"):
+        return "keras.applications refuses NASNet on the torch backend (an outstanding keras bug)"
+    return None
+
+
+class Classifier:
+    """Scores a batch of H×W×3 uint8 images: top class and its softmax score per image."""
+
+    parameters: int
+
+    def __init__(self, framework: str, model: str, image_size: int, device: str, precision: str):
+        reason = skip_reason(framework, model)
+        if reason:
+            raise ValueError(reason)
+        self.framework, self.model_name, self.image_size = framework, model, image_size
+        self.device, self.precision = device, precision
+        self._predict = (
+            self._build_torch() if framework == "torch" else self._build_keras(framework)
+        )
+
+    def _build_torch(self):
+        import torch
+        import transformers
+
+        from devicebench.frameworks.torch_device import autocast_dtype
+
+        config_name, model_name, arguments = TORCH_ARCHITECTURES[self.model_name]
+        config = getattr(transformers, config_name)(
+            num_labels=NUM_CLASSES, image_size=self.image_size, **arguments
+        )
+        torch.manual_seed(0)
+        model = getattr(transformers, model_name)(config).eval().to(self.device)
+        self.parameters = sum(p.numel() for p in model.parameters())
+        dtype = autocast_dtype(self.precision)
+        mean = torch.tensor(_MEAN, device=self.device).view(1, 3, 1, 1)
+        std = torch.tensor(_STD, device=self.device).view(1, 3, 1, 1)
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            with torch.inference_mode():
+                x = torch.from_numpy(batch).to(self.device).permute(0, 3, 1, 2).float() / 255
+                x = (x - mean) / std
+                with torch.autocast(self.device, dtype=dtype, enabled=dtype is not None):
+                    logits = model(pixel_values=x).logits
+                scores, classes = torch.softmax(logits.float(), dim=1).max(dim=1)
+                return classes.cpu().numpy(), scores.cpu().numpy()
+
+        return predict
+
+    def _build_keras(self, framework: str):
+        backend = framework.removeprefix("keras-")
+        if os.environ.get("KERAS_BACKEND") != backend:
+            raise RuntimeError(f"KERAS_BACKEND must be {backend} before keras is imported")
+        import keras
+
+        if self.precision in ("bf16", "fp16"):
+            keras.mixed_precision.set_global_policy(
+                "mixed_bfloat16" if self.precision == "bf16" else "mixed_float16"
+            )
+        keras.utils.set_random_seed(0)
+        # A bare model call on the torch backend records autograd graphs (Keras' own predict
+        # turns that off): on the H100 a ResNet-152 keras-torch server ran out of its 80 GB
+        # under load and answered 500s.
+        no_grad = contextlib.nullcontext
+        if backend == "torch":
+            import torch
+
+            no_grad = torch.no_grad
+        build = getattr(keras.applications, KERAS_APPLICATIONS[self.model_name])
+        size = self.image_size
+        model = build(weights=None, input_shape=(size, size, 3), classes=NUM_CLASSES)
+        self.parameters = int(model.count_params())
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = batch.astype(np.float32) / 127.5 - 1.0
+            with no_grad():
+                scores = keras.ops.convert_to_numpy(model(x, training=False))
+            probabilities = scores.astype(np.float32)
+            return probabilities.argmax(axis=1), probabilities.max(axis=1)
+
+        return predict
+
+    def predict(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Top class and score for each image of `batch` (N×H×W×3 uint8)."""
+        return self._predict(batch)
 
 
 WORKLOAD = ServeImage()

@@ -10,14 +10,13 @@ the model and its own tokenizer come from a local copy instead (workloads/pretra
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from devicebench.atomic import atomic_path
 from devicebench.workloads.base import TaskSpec, Workload
 
 # name -> (transformers family, configuration keywords). Published sizes: BERT-base (Devlin et
@@ -81,7 +80,7 @@ def max_positions(model: str) -> int:
 
 def pretrained_positions(model: str, source: str) -> int:
     """Longest sequence a pretrained checkpoint's position embeddings cover."""
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     config = pretrained.model_config(pretrained.locate(model, source))
     positions = int(config.get("max_position_embeddings", 512))
@@ -186,10 +185,8 @@ def prepare_data(data_dir: Path) -> Path:
         return path
     texts, _ = reviews(data_dir)["train"]
     tokenizer = train_tokenizer(texts, int(SPEC.option("vocab_size")))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tokenizer.save(tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tokenizer.save(str(tmp))
     print(f"[devicebench] trained {path.name} on {len(texts)} reviews", flush=True)
     return path
 
@@ -236,7 +233,7 @@ def load_data(settings: dict[str, Any]) -> TextData:
     from tokenizers import Tokenizer
 
     from devicebench.data import verify_manifest
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     manifest = Path(settings["data"])
     info = verify_manifest(manifest)
@@ -276,13 +273,13 @@ def build_model(model: str, seed: int, **overrides: Any):
     if family == "roberta":
         extra |= {"type_vocab_size": 1, "layer_norm_eps": 1e-5}
     torch.manual_seed(seed)
-    from devicebench.workloads.transformer_backend import Logits
+    from devicebench.frameworks.transformer_backend import Logits
 
     return Logits(model_class(config_class(**(kwargs | extra | overrides))))
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: TextData):
-    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
+    from devicebench.frameworks.transformer_backend import TransformerBackend, weights_builder
 
     build, weights = weights_builder(
         settings, PRETRAINED_CLASS, 2, lambda seed: build_model(settings["model"], seed)
@@ -297,7 +294,7 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     import torch
 
     from devicebench.flops import count_flops
-    from devicebench.workloads.pretrained import architecture
+    from devicebench.frameworks.transformer_backend import architecture
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
@@ -312,29 +309,21 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
 
 
 class TextClassify(Workload):
-    """text_classify behind the registry: the functions above as its methods."""
+    """The registry's handle on this module: its functions are the Workload methods."""
 
     spec = SPEC
     pretrained_class = PRETRAINED_CLASS
     pretrained_tokenizer = PRETRAINED_TOKENIZER
 
-    def validate(self, task_settings: dict[str, Any]) -> None:
-        validate(task_settings)
-
-    def skip_reason(self, settings: dict[str, Any]) -> str | None:
-        return skip_reason(settings)
-
-    def prepare_data(self, data_dir: Path) -> Path:
-        return prepare_data(data_dir)
-
-    def load_data(self, settings: dict[str, Any]) -> Any:
-        return load_data(settings)
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    prepare_data = staticmethod(prepare_data)
+    load_data = staticmethod(load_data)
 
     def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
         return make_backend(self.spec, settings, dataset)
 
-    def flops_per_sample(self, settings: dict[str, Any], mode: str) -> float:
-        return flops_per_sample(settings, mode)
+    flops_per_sample = staticmethod(flops_per_sample)
 
 
 WORKLOAD = TextClassify()

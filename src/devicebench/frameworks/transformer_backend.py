@@ -222,7 +222,7 @@ def weights_builder(
     """
     if settings.get("weights", "random") != "pretrained":
         return random, {"weights": "random"}
-    from devicebench.workloads.pretrained import load_model
+    from devicebench.frameworks.pretrained import load_model
 
     info: dict[str, Any] = {"weights": settings["pretrained"]}
 
@@ -245,3 +245,13 @@ class Logits(torch.nn.Module):
 
     def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
         return self.model(**inputs).logits
+
+
+def architecture(auto_class: str, model: str, source: str, num_labels: int) -> Logits:
+    """The checkpoint's architecture with random weights, forward -> logits (to count FLOPs)."""
+    import transformers
+
+    from devicebench.frameworks.pretrained import load_config
+
+    config = load_config(model, source, num_labels)
+    return Logits(getattr(transformers, auto_class).from_config(config))
