@@ -25,7 +25,7 @@ TAIL = [
     "iqr_s", "cov", "noisy", "first_call_s", "n_repetitions", "passes", "window_s", "p50_ms",
     "p90_ms", "p99_ms",
     "loss", "peak_host_mb", "peak_device_mb", "synthetic", "dataset", "source", "cpu_model",
-    "gpu_name", "torch_version", "hostname", "slurm_job_id", "seed", "config_hash",
+    "gpu_name", "torch_version", "hostname", "slurm_job_id", "boot_id", "seed", "config_hash",
     "code_version", "timed_start", "timed_end", "cell_id",
 ]  # fmt: skip
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -171,7 +171,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     record["provenance"] = {
         "seed": settings["seed"],
         "config_hash": cell.config_hash(),
-        "code_version": code_version(),
+        "code_version": (version := code_version()),
+        "code_clean": not version.endswith("+dirty"),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "runner": settings.get("runner", "run_cell"),
         "settings": settings,

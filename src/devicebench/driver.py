@@ -100,7 +100,7 @@ def run_train(
         backend.new_model(seed)
         epochs_s: list[float] = []
         count = 0
-        while count == 0 or sum(epochs_s) < minimum:
+        while count == 0 or _more(backend, sum(epochs_s) < minimum):
             for _ in range(epochs):
                 start = time.perf_counter()
                 backend.train_steps(steps)
@@ -200,6 +200,12 @@ def _sampler(settings: dict[str, Any]) -> Sampler:
     """The utilization sampler (a separate process) around the timed section only."""
     enabled = bool(settings.get("sample_utilization", True))
     return Sampler(str(settings["device"]), enabled=enabled).start()
+
+
+def _more(backend: Backend, more: bool) -> bool:
+    """Another pass? The ranks of a data-parallel backend decide it together (all_agree)."""
+    agree = getattr(backend, "all_agree", None)
+    return agree(more) if agree is not None else more
 
 
 def _result(

@@ -13,6 +13,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from devicebench.machine import machine_identity
+
 LIBRARIES = ("torch", "numpy", "keras", "tensorflow", "tensorflow-cpu", "devicebench")
 # Instruction-set features that change deep-learning speed on a CPU (x86 and Arm names).
 CPU_FLAGS = (
@@ -118,4 +120,5 @@ def capture(threads: int | None = None) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     env.update(gpu_facts())
+    env.update(machine_identity())
     return env

@@ -29,7 +29,8 @@ def count_flops(net: Any, inputs: Any, mode: str) -> float:
     float) for the backward pass. torch.nn.LSTM modules are counted by formula.
     """
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
+
+    from devicebench.flop_formulas import flop_counter
 
     args, kwargs = ((), inputs) if isinstance(inputs, dict) else ((inputs,), {})
     samples = len(next(iter(inputs.values())) if kwargs else inputs)
@@ -46,7 +47,7 @@ def count_flops(net: Any, inputs: Any, mode: str) -> float:
         for module in net.modules()
         if isinstance(module, torch.nn.LSTM)
     ]
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()  # convolution backward counted per group
     try:
         if mode == "train":
             net.train()

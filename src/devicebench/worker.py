@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import driver, environment, limits
+from devicebench.precision_math import precision_math
 from devicebench.record import write_atomic
 from devicebench.workloads import get
 from devicebench.workloads.base import Workload
@@ -24,7 +25,21 @@ def make_backend(workload: Workload, settings: dict[str, Any], dataset: Any):
     from devicebench.threads import apply_framework_threads
 
     threads = apply_framework_threads(settings["framework"], int(settings["threads_resolved"]))
-    return workload.make_backend(settings, dataset), threads
+    backend = workload.make_backend(settings, dataset)
+    if int(settings.get("gpus", 1) or 1) > 1 and not getattr(backend, "distributed", False):
+        from devicebench.distributed.transformer import distribute
+
+        backend = distribute(backend)  # its data-parallel twin, or an error: never one per GPU
+    return backend, threads
+
+
+def torch_precision_math(settings: dict[str, Any]) -> dict[str, Any]:
+    """The cell's precision as torch math (TF32 switches), for every framework on torch."""
+    if settings["framework"] == "keras-tensorflow":
+        return {}
+    from devicebench.precision_math import apply_precision_math
+
+    return apply_precision_math(settings["precision"])
 
 
 def set_determinism(settings: dict[str, Any]) -> bool:
@@ -54,9 +69,12 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result = run_serve(settings, dataset)
         limits.lift_memory_limit()
         result["memory"]["limit"] = cap
+        if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
+            result["model"]["precision_math"] = precision_math(settings["precision"])
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         result["status"], result["message"] = "ok", ""
         return result
+    math = torch_precision_math(settings)  # before any model is built
     backend, threads_reported = make_backend(workload, settings, dataset)
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
@@ -65,6 +83,7 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
+    result["model"].update(math)
     # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway (importing it
     # into a TensorFlow cell would cost seconds; the aggregate counts those), and the profiler.
     if "torch" in sys.modules:

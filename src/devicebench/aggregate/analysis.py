@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.aggregate.pairing import pairing_columns
 from devicebench.aggregate.tables import _group_key, _resolve_base, _select, _sorted
 from devicebench.peaks import achieved_tflops, device_peak
 
@@ -74,9 +75,12 @@ def add_analysis(
     df["target_accuracy"] = df["task"].map(lambda t: targets.get(t, np.nan)).astype("float64")
     reached = ok & df["mode"].eq("train") & (df["accuracy"] >= df["target_accuracy"])
     df["cost_to_target_usd"] = df["cost_usd"].where(reached)
+    # the peak of the math that ran (model.precision_math), else of the precision axis
+    math = df["precision_math"] if "precision_math" in df.columns else df["precision"]
+    math = math.where(math.notna() & math.ne("nan"), df["precision"])
     peaks = [
         device_peak(d, g, p)
-        for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), df["precision"], strict=True)
+        for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), math, strict=True)
     ]
     df["peak_tflops"] = [
         np.nan if p is None else p * n for (p, _), n in zip(peaks, gpus, strict=True)
@@ -102,6 +106,7 @@ def _gpu_count(df: pd.DataFrame) -> list[int]:
 def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
     """Time and cost relative to the base configuration (as in the 2017 study's charts)."""
     keys = ["task", "model", "framework", "precision", "batch_size", "mode", *_extras(df)]
+    keys += pairing_columns(df)  # relative cost only within one boot and code version
     work = df.copy()
     work["_group"] = _group_key(work, keys)
     bases = _resolve_base(work, base)

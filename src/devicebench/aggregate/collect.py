@@ -32,7 +32,7 @@ USAGE_COLUMNS = """
 # Useful context beyond the required columns; kept at the very end.
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
-    perplexity precision_micro recall_micro threads_requested
+    perplexity precision_micro recall_micro threads_requested precision_math
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
@@ -75,7 +75,7 @@ STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
-    base_label base_status note peak_source
+    base_label base_status note peak_source precision_math
     """.split()
 )
 
@@ -217,6 +217,7 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(env, key)
     for key in ("seed", "config_hash", "code_version", "created"):
         row[key] = _get(provenance, key)
+    row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
 from devicebench.aggregate.tables import _group_key, _select, _sorted
 
 BASE_ENGINE = "inprocess"
@@ -36,8 +37,11 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=COLUMNS)
     others = [c for c in extra_axis_columns(df) if c != "engine"]
     keys = [*KEYS, *others]
-    work = _select(df[df["mode"].eq("infer") & df["engine"].notna()], [*keys, "engine", *VALUES])
-    work["_group"] = _group_key(work, keys)
+    pair = pairing_columns(df)  # one machine boot and one code version per ratio
+    infer = df[df["mode"].eq("infer") & df["engine"].notna()]
+    work = _select(infer, [*keys, *pair, "engine", *VALUES])
+    work["_group"] = _group_key(work, [*keys, *pair])
+    work["_crossed"] = base_elsewhere(_group_key(work, keys), work["engine"].eq(BASE_ENGINE))
     base = work[work["engine"].eq(BASE_ENGINE)].drop_duplicates("_group")
     base = base[["_group", "status", "samples_per_s", "accuracy"]].rename(
         columns={
@@ -54,6 +58,8 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
         both, out["samples_per_s"] / out["inprocess_samples_per_s"], np.nan
     )
     out["accuracy_equal"] = (out["accuracy"] == out["inprocess_accuracy"]).where(both)
-    out["note"] = np.where(~ok, "not_ok", np.where(base_ok, "", "inprocess_missing"))
+    crossed = out["_crossed"].to_numpy() & out["_base_status"].isna().to_numpy()
+    missing = np.where(crossed, CROSSING, "inprocess_missing")
+    out["note"] = np.where(~ok, "not_ok", np.where(base_ok, "", missing))
     out = out[[*keys, *COLUMNS[len(KEYS) :]]]
     return _sorted(out, [*keys, "engine"])

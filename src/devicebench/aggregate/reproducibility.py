@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from devicebench.aggregate.pairing import crossing_reason, record_pairing
+
 COLUMNS = """
     run task model framework device batch_size mode published_samples_per_s rerun_samples_per_s
     change published_cov rerun_cov within_cov published_accuracy rerun_accuracy accuracy_equal
-    deterministic published_created rerun_created cell_id
+    deterministic published_created rerun_created cell_id note
 """.split()
 
 
@@ -40,7 +42,8 @@ def _row(run: str, published: dict, rerun: dict) -> dict:
     def accuracy(record: dict) -> float | None:
         return record.get("quality", {}).get("accuracy")
 
-    change = rate(rerun) / rate(published) - 1.0
+    crossing = crossing_reason(record_pairing(published), record_pairing(rerun))
+    change = float("nan") if crossing else rate(rerun) / rate(published) - 1.0
     axes = rerun["axes"]
     return {
         "run": run,
@@ -51,7 +54,7 @@ def _row(run: str, published: dict, rerun: dict) -> dict:
         "change": change,
         "published_cov": cov(published),
         "rerun_cov": cov(rerun),
-        "within_cov": abs(change) <= max(cov(published), cov(rerun)),
+        "within_cov": None if crossing else abs(change) <= max(cov(published), cov(rerun)),
         "published_accuracy": accuracy(published),
         "rerun_accuracy": accuracy(rerun),
         "accuracy_equal": accuracy(published) == accuracy(rerun),
@@ -59,6 +62,7 @@ def _row(run: str, published: dict, rerun: dict) -> dict:
         "published_created": published["provenance"].get("created"),
         "rerun_created": rerun["provenance"].get("created"),
         "cell_id": rerun["cell_id"],
+        "note": crossing or "",
     }
 
 
@@ -84,7 +88,7 @@ def reproducibility_findings(table: pd.DataFrame) -> list[str]:
     """What the rerun check found, per run: throughput within noise, accuracy exactly back."""
     out = []
     for run, rows in table.groupby("run", sort=False):
-        within = int(rows["within_cov"].sum())
+        within = int(rows["within_cov"].fillna(False).astype(bool).sum())
         changes = ", ".join(
             f"{r.task} {r.framework} {r.device} b{r.batch_size} {r.mode} {r.change:+.1%}"
             for r in rows.itertuples()

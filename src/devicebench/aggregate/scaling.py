@@ -12,7 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from devicebench.aggregate.pairing import CROSSING, PAIRING, base_elsewhere, record_pairing
 
 # What makes two cells the same workload apart from their world size.
 WORKLOAD = ["task", "model", "framework", "device", "threads", "precision", "batch_size"]
@@ -25,6 +28,8 @@ COLUMNS = [
     "samples_per_s_1",
     "speedup",
     "efficiency",
+    *PAIRING,
+    "note",
 ]
 
 
@@ -46,11 +51,11 @@ def load_rows(paths: Iterable[Path]) -> pd.DataFrame:
             "global_batch_size": int(axes.get("batch_size") or 0) * gpus,
             "status": record.get("status"),
             "samples_per_s": (record.get("throughput") or {}).get("samples_per_s"),
+            **record_pairing(record),
         }
         rows.append(row)
-    return pd.DataFrame(
-        rows, columns=[*WORKLOAD, "gpus", "global_batch_size", "status", "samples_per_s"]
-    )
+    columns = [*WORKLOAD, "gpus", "global_batch_size", "status", "samples_per_s", *PAIRING]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def scaling_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -61,15 +66,21 @@ def scaling_table(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=COLUMNS)
     rows = rows.copy()
+    for key in PAIRING:  # rows from records older than the pairing keys
+        rows[key] = rows[key].astype("object").where(rows[key].notna(), "") if key in rows else ""
     ok = rows["status"] == "ok"
+    paired = [*WORKLOAD, *PAIRING]  # one machine boot and one code version per ratio
     base = (
         rows[ok & (rows["gpus"] == 1)]
-        .groupby(WORKLOAD, dropna=False)["samples_per_s"]
+        .groupby(paired, dropna=False)["samples_per_s"]
         .median()
         .rename("samples_per_s_1")
         .reset_index()
     )
-    table = rows.merge(base, on=WORKLOAD, how="left")
+    loose = rows[WORKLOAD].map(repr).agg("\x1f".join, axis=1)
+    crossed = base_elsewhere(loose, ok & (rows["gpus"] == 1))
+    table = rows.merge(base, on=paired, how="left")
+    table["note"] = np.where(table["samples_per_s_1"].isna() & crossed.to_numpy(), CROSSING, "")
     table.loc[table["status"] != "ok", "samples_per_s"] = float("nan")
     table["speedup"] = table["samples_per_s"] / table["samples_per_s_1"]
     table["efficiency"] = table["speedup"] / table["gpus"]

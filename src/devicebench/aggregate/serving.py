@@ -22,6 +22,7 @@ import pandas as pd
 
 from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
+from devicebench.aggregate.pairing import record_pairing
 
 SERVING_COLUMNS = [
     "task", "model", "framework", "device_label", "precision", "batch_size", "seq_len", "server",
@@ -30,7 +31,8 @@ SERVING_COLUMNS = [
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "offline_samples_per_s", "offline_valid",
     "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
-    "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id",
+    "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id", "boot_id",
+    "code_version",
 ]  # fmt: skip
 
 
@@ -95,6 +97,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         **_loadgen(serving.get("loadgen") or {}),
         "price_per_hour": price,
         "cell_id": record.get("cell_id"),
+        **record_pairing(record),
     }
     if rate and not math.isnan(price):
         row["cost_per_1k_requests_usd"] = price / 3600 / rate * 1000
@@ -119,7 +122,7 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
 
 
 SCALING_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
-SCALING_KEYS += ["server"]
+SCALING_KEYS += ["server", "boot_id", "code_version"]  # one machine boot, one code version
 
 
 def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:

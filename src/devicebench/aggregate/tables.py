@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
 
 LATENCY_MODES = ("infer", "serve")
 
@@ -69,18 +70,22 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
         "mode",
         *extra_axis_columns(df),
     ]
-    cols = [*keys, "device", "threads", "device_label", "status", "median_s", "synthetic"]
+    pair = pairing_columns(df)  # one machine boot and one code version per ratio
+    cols = [*keys, *pair, "device", "threads", "device_label", "status", "median_s", "synthetic"]
     work = _select(df, cols)
-    work["_group"] = _group_key(work, keys)
+    work["_group"] = _group_key(work, [*keys, *pair])
+    is_base = work["device_label"].eq(base) | work["device"].eq(base)
+    crossed = base_elsewhere(_group_key(work, keys), is_base)
     bases = _resolve_base(work, base)
     merged = work.merge(bases, on="_group", how="left")
     ok = merged["status"].eq("ok") & (merged["median_s"] > 0)
     base_ok = merged["base_status"].eq("ok") & (merged["base_median_s"] > 0)
     merged["speedup"] = np.where(ok & base_ok, merged["base_median_s"] / merged["median_s"], np.nan)
+    crossed = crossed.to_numpy() & merged["base_label"].isna().to_numpy()
     merged["note"] = np.where(
         ~merged["status"].eq("ok"),
         "not_ok",
-        np.where(base_ok, "", "base_missing"),
+        np.where(base_ok, "", np.where(crossed, CROSSING, "base_missing")),
     )
     out_cols = [
         *keys,
@@ -93,6 +98,7 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
         "speedup",
         "note",
         "synthetic",
+        *pair,
     ]
     order = [*keys[:4], "mode", "batch_size", *keys[6:], "device_label"]
     return _sorted(merged[out_cols], order)

@@ -16,10 +16,11 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from devicebench.distributed.collective import RankGroup
 from devicebench.frameworks.torch_backend import TorchBackend
 
 
-class DDPTorchBackend(TorchBackend):
+class DDPTorchBackend(RankGroup, TorchBackend):
     """TorchBackend over the process group that devicebench.distributed.rank set up."""
 
     def __init__(self, workload: Any, settings: dict[str, Any], dataset: Any) -> None:
@@ -36,13 +37,6 @@ class DDPTorchBackend(TorchBackend):
     def train_samples(self) -> int:
         """This rank's share of an epoch: the driver divides it by the per-device batch."""
         return len(self.y_train) // self.world
-
-    def _barrier(self) -> None:
-        self.sync()
-        if self.device.type == "cuda":
-            dist.barrier(device_ids=[torch.cuda.current_device()])
-        else:
-            dist.barrier()
 
     def new_model(self, seed: int) -> None:
         """The same initial weights on every rank (DDP also broadcasts rank 0's), then wrapped."""

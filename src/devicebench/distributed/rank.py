@@ -2,8 +2,8 @@
 
 Each rank joins the process group (NCCL on CUDA, gloo on the CPU), runs the same measurement as
 a one-device worker with the DDP backend, and rank 0 writes the result with throughput counted
-over all ranks. A failing rank exits non-zero so torchrun stops the others instead of leaving
-them waiting in a collective.
+over all ranks (distributed/window.py). A failing rank exits non-zero so torchrun stops the
+others instead of leaving them waiting in a collective.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from devicebench import environment, limits
 from devicebench.distributed.launch import rank_failure_path
+from devicebench.distributed.window import apply_world_throughput
 from devicebench.processes import die_with_parent
 from devicebench.record import write_atomic
 
@@ -37,32 +38,6 @@ def join_group(settings: dict[str, Any]) -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
-def scale_to_world(result: dict[str, Any], settings: dict[str, Any], world: int) -> None:
-    """Throughput over all ranks, and the batch sizes and layout the record states."""
-    import torch.distributed as dist
-
-    throughput = result["throughput"]
-    per_rank = throughput["samples_per_s"]
-    batch = int(settings["batch_size"])
-    throughput |= {
-        "samples_per_s_per_rank": per_rank,
-        "samples_per_s": per_rank * world,
-        "samples_per_pass": throughput["samples_per_pass"] * world,
-        "per_device_batch_size": batch,
-        "global_batch_size": batch * world,
-    }
-    result["distributed"] = {
-        "world_size": world,
-        "backend": dist.get_backend(),
-        "launcher": "torchrun --standalone",
-        "per_device_batch_size": batch,
-        "global_batch_size": batch * world,
-        "threads_per_rank": int(settings["threads_resolved"]),
-        "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"),
-        "quality_from": "rank 0, full held-out set",
-    }
-
-
 def main(argv: list[str]) -> int:
     import torch.distributed as dist
 
@@ -78,7 +53,7 @@ def main(argv: list[str]) -> int:
     try:
         rank, world = join_group(settings)
         result = measure(settings)
-        scale_to_world(result, settings, world)
+        apply_world_throughput(result, settings, world)  # a collective: every rank
     except Exception as error:  # noqa: BLE001 - the failure becomes the cell's record
         limits.lift_memory_limit()
         traceback.print_exc()

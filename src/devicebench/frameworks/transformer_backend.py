@@ -24,19 +24,13 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
+from devicebench.precision_math import apply_precision_math
 from devicebench.workloads.base import TaskSpec
-
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
 def set_matmul_precision(precision: str) -> None:
     """TF32 tensor-core math only for the tf32 cells; plain FP32 for fp32 (and under autocast)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
-    tf32 = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    apply_precision_math(precision)
 
 
 class TransformerBackend(TorchDevice):

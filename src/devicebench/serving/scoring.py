@@ -65,6 +65,11 @@ def make_scorer(
     sizes = batch_buckets(buckets, device, max_batch)
     from devicebench.workloads import get, specs
 
+    if framework in ("torch", "keras-torch"):  # the cell's precision as torch math (TF32)
+        from devicebench.precision_math import apply_precision_math
+
+        apply_precision_math(precision)
+
     if task not in specs() or specs()[task].kind != "serve":
         known = [name for name, spec in specs().items() if spec.kind == "serve"]
         raise ValueError(f"unknown serve task {task!r}; known: {', '.join(known)}")

@@ -62,6 +62,7 @@ def model_spec(backend: Any, settings: dict[str, Any], weights: Any) -> dict[str
         "input_shape": list(backend.x_test.shape[1:]),
         "binary": bool(backend.binary),
         "threads_per_task": 1,
+        "precision": str(settings["precision"]),
         "fail_once": settings.get("spark_fail_once"),  # fault injection (tests)
         "fail_every_attempt": bool(settings.get("spark_fail_every_attempt")),
     }

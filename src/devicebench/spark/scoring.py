@@ -22,11 +22,13 @@ _MODELS: dict[str, Any] = {}
 def _model(spec: dict[str, Any]):
     import torch
 
+    from devicebench.precision_math import apply_precision_math
     from devicebench.workloads import get
 
     key = spec["weights_id"]  # one model per broadcast, i.e. per cell
     if key not in _MODELS:
         torch.set_num_threads(int(spec["threads_per_task"]))
+        apply_precision_math(spec.get("precision", "fp32"))
         net = get(spec["task"]).build_torch(
             spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
         )

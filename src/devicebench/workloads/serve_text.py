@@ -180,9 +180,6 @@ class TextClassifier:
             raise ValueError(f"seq_len {seq_len} is above {model}'s {positions} positions")
         self.device, self.seq_len = device, seq_len
         self.device_type = torch.device(device).type
-        if precision == "tf32":
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
         self.dtype = autocast_dtype(precision)
         self.model = text_classify.build_model(model, 0, **overrides).eval().to(device)
         self.parameters = sum(p.numel() for p in self.model.parameters())

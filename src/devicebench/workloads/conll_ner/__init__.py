@@ -89,6 +89,11 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
 
     if reason := keras_skip_reason("conll_ner", settings, keras_hub_only("BERT")):
         return reason
+    if int(settings.get("gpus", 1) or 1) > 1:
+        return (
+            f"gpus={settings['gpus']}: the NER loop has no data-parallel version here, and "
+            "without one each GPU would train its own model"
+        )
     architecture = MODELS[settings["model"]][0]
     if settings.get("embedding", "live") == "cached" and architecture != "bilstm_cnn_bert":
         return (

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
+from devicebench.precision_math import apply_precision_math
 from devicebench.workloads.conll_ner import models as ner_models
 from devicebench.workloads.conll_ner.inputs import IGNORE, NerArrays
 
@@ -54,10 +55,9 @@ def count_flops(
     the frozen BERT's forward; a cached one reads its embeddings, so BERT costs nothing per step.
     The LSTM's matrix products are added by formula (the counter does not see inside aten::lstm).
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     from devicebench.data.conll import LABELS
     from devicebench.data.wordpiece import BERT_VOCAB
+    from devicebench.flop_formulas import flop_counter
 
     architecture, size = model
     if config is None:  # a pretrained checkpoint passes its own
@@ -69,7 +69,7 @@ def count_flops(
     spelled = torch.randint(2, num_chars, (count, words, chars))
     trained = build_trained(architecture, config, num_chars, 0)
     trained.train(mode == "train")
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter()
     with counter, torch.set_grad_enabled(mode == "train"):
         if architecture == "bert_tokencls":
             out = trained(ids, mask)
@@ -123,9 +123,7 @@ class NerBackend(TorchDevice):
             raise ValueError(
                 f"embedding=cached applies to bilstm_cnn_bert only, not {settings['model']}"
             )
-        if settings["precision"] == "tf32":  # fp32 storage, TF32 matrix products on GPUs
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        apply_precision_math(settings["precision"])  # fp32 is fp32: TF32 only for tf32
         self.num_labels = dataset.num_labels
         self.num_chars = dataset.num_chars
         self.weights: dict[str, Any] = {"weights": "random"}
