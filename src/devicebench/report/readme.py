@@ -158,6 +158,10 @@ def study_block(repo: Path, folder: Path, prices: dict[str, Any]) -> tuple[list[
     if scaling.exists():
         lines += ["**Data-parallel scaling** (`scaling/scaling.csv`):", ""]
         lines += [markdown(scaling_table(pd.read_csv(scaling))), ""]
+    for aside in sorted((repo / folder / "superseded").glob("*/README.md")):
+        first = aside.read_text().strip().splitlines()[0].lstrip("# ")
+        path = aside.parent.relative_to(repo).as_posix()
+        lines += [f"Records set aside, not in these tables: [`{path}/`]({path}/): {first}.", ""]
     shown = {"speedup_vs_batch": not speedup.empty, "serve_throughput_vs_clients": has_serving}
     charts = [
         n

@@ -287,7 +287,7 @@ def display_table(best: pd.DataFrame) -> pd.DataFrame:
 def compact(shown: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The verdict table without columns that are empty in every row, and what they were."""
     empty = [c for c in shown.columns if shown[c].isin(["—", ""]).all() and c != "workload"]
-    return shown.drop(columns=empty), empty
+    return shown.drop(columns=empty), [c for c in empty if c != "note"]
 
 
 def why_no_gpu(cells: pd.DataFrame) -> str | None:
