@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +53,12 @@ def ensure_browser() -> str | None:
     return None
 
 
-def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any]:
-    """Load the page from disk; wait until `expected` charts rendered (or time out)."""
+@contextmanager
+def loaded_page(page_path: Path, expected: int, errors: list[str], requests: list[str]):
+    """Chromium with the page loaded from disk and `expected` charts rendered (or timed out);
+    console errors and network requests are collected into the lists given."""
     from playwright.sync_api import sync_playwright
 
-    errors: list[str] = []
-    requests: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
@@ -71,17 +72,25 @@ def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any
             page.goto(page_path.resolve().as_uri(), wait_until="load")
             try:
                 page.wait_for_function(
-                    f"window.chartsRendered >= {expected}", timeout=120_000, polling=250
+                    f"window.chartsRendered >= {expected}", timeout=180_000, polling=250
                 )
             except Exception as error:  # noqa: BLE001 - reported through the counts below
                 errors.append(f"timed out waiting for charts: {error}")
-            views = page.locator(RENDERED).count()
-            embeds = page.locator(".vega-embed").count()
-            rendered = page.evaluate("window.chartsRendered")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
+            yield page
         finally:
             browser.close()
+
+
+def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any]:
+    """Load the page from disk; wait until `expected` charts rendered (or time out)."""
+    errors: list[str] = []
+    requests: list[str] = []
+    with loaded_page(page_path, expected, errors, requests) as page:
+        views = page.locator(RENDERED).count()
+        embeds = page.locator(".vega-embed").count()
+        rendered = page.evaluate("window.chartsRendered")
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshot), full_page=True)
     return {
         "views": views,
         "embeds": embeds,
@@ -119,30 +128,14 @@ def inspect_page(page_path: Path, shots: Path, expected: int) -> dict[str, Any]:
     """Load the page, wait for its charts, and measure what a reader sees: where #verdict
     starts, its rows, charts that drew no mark, the page height with details folded and open.
     Saves the first screen, the folded page and the unfolded page as PNGs under `shots`."""
-    from playwright.sync_api import sync_playwright
-
     errors: list[str] = []
     shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-            page.goto(page_path.resolve().as_uri(), wait_until="load")
-            try:
-                page.wait_for_function(
-                    f"window.chartsRendered >= {expected}", timeout=180_000, polling=250
-                )
-            except Exception as error:  # noqa: BLE001 - reported through the counts below
-                errors.append(f"timed out waiting for charts: {error}")
-            folded = page.evaluate(GEOMETRY)
-            page.screenshot(path=str(shots / "first_screen.png"))
-            page.screenshot(path=str(shots / "folded.png"), full_page=True)
-            page.evaluate("document.querySelectorAll('details').forEach((d) => d.open = true)")
-            page.wait_for_timeout(500)
-            unfolded = page.evaluate(GEOMETRY)
-            page.screenshot(path=str(shots / "unfolded.png"), full_page=True)
-        finally:
-            browser.close()
+    with loaded_page(page_path, expected, errors, []) as page:
+        folded = page.evaluate(GEOMETRY)
+        page.screenshot(path=str(shots / "first_screen.png"))
+        page.screenshot(path=str(shots / "folded.png"), full_page=True)
+        page.evaluate("document.querySelectorAll('details').forEach((d) => d.open = true)")
+        page.wait_for_timeout(500)
+        unfolded = page.evaluate(GEOMETRY)
+        page.screenshot(path=str(shots / "unfolded.png"), full_page=True)
     return {"folded": folded, "unfolded": unfolded, "errors": errors}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+from test_findings_wording import serve_table
 
 from devicebench.aggregate import charts, serving_charts
 from devicebench.aggregate.writeup_charts import drawn_charts, utilization_timeline
@@ -76,22 +77,7 @@ def test_timelines_are_one_small_panel_per_cell():
 
 
 def test_replica_chart_names_the_server_the_records_name():
-    rows = pd.DataFrame(
-        {
-            "task": "serve_image",
-            "model": "resnet50",
-            "framework": "torch",
-            "device_label": "cuda",
-            "precision": "fp32",
-            "batch_size": 32,
-            "server": "uvicorn",
-            "replicas": [1, 8],
-            "clients": 50,
-            "status": "ok",
-            "requests_per_s": [680.0, 790.0],
-            "replica_scaling_efficiency": [None, 0.15],
-        }
-    )
+    rows = serve_table({}, {"replicas": 8, "requests_per_s": 790.0})
     chart = serving_charts.replica_scaling(rows)
     assert not charts.is_empty(chart)
     assert "uvicorn server" in json.dumps(chart.to_dict()["title"])

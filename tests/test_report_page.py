@@ -76,8 +76,9 @@ def test_the_page_leads_with_the_verdict_at_the_prices_given(tmp_path):
     best = hand_made_best(cells).query("task == 'mnist_mlp' and pick == 'cheapest'")
     row = best[best["mode"].eq("train")].iloc[0]
     table = page[verdict:first_details]
-    shown = re.search(r"<tr>\s*<td>mnist_mlp</td>\s*<td>train</td>(.*?)</tr>", table, re.S)
-    cost = re.findall(r"<td>([^<]*)</td>", shown.group(1))[6]  # GPU US$ / M samples
+    heads = re.findall(r"<th>([^<]*)</th>", table)
+    shown = re.search(r"<tr>\s*(<td>mnist_mlp</td>\s*<td>train</td>.*?)</tr>", table, re.S)
+    cost = re.findall(r"<td>([^<]*)</td>", shown.group(1))[heads.index("GPU US$ / M samples")]
     assert cost == number(40.0 / (row["gpu_samples_per_s"] * 3600) * 1e6)
     assert cost != number(row["gpu_usd_per_million"])
     assert "ray-serve" not in text and "no GPU timing to compare (status: ok)" not in text
