@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from devicebench.flop_formulas import flop_counter
+from devicebench.flop_formulas import VERSION, flop_counter, needs_recount
 from devicebench.workloads import model_flops, specs
 
 SMALL = {"seq_len": 16, "image_size": 32, "embedding": "cached"}
@@ -72,3 +72,11 @@ def test_one_depthwise_convolution_by_hand():
     # input gradient and weight gradient each cost one forward (torch alone counted the weight
     # gradient `channels` times: 8x here, 96x to 768x in ConvNeXt)
     assert counter.get_total_flops() == 3 * forward
+
+
+def test_records_counted_before_the_fix_are_recounted_when_they_show_its_error():
+    old_convnext = {"flops_per_sample_train": 8.7e9, "flops_per_sample_infer": 1e9}
+    assert needs_recount(old_convnext)
+    assert not needs_recount(old_convnext | {"flop_formulas": VERSION})
+    assert not needs_recount({"flops_per_sample_train": 3e9, "flops_per_sample_infer": 1e9})
+    assert not needs_recount({"flops_per_sample_train": None})

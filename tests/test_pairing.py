@@ -9,7 +9,7 @@ import pandas as pd
 
 from devicebench.aggregate.collect import collect_records
 from devicebench.aggregate.engines import engine_table
-from devicebench.aggregate.pairing import CROSSING, crossing_reason
+from devicebench.aggregate.pairing import CROSSING, crossing_reason, span_sentence
 from devicebench.aggregate.reproducibility import compare_runs
 from devicebench.aggregate.scaling import load_rows, scaling_table
 from devicebench.aggregate.tables import speedup_table
@@ -104,3 +104,16 @@ def test_a_record_names_its_machine_and_boot(tmp_path):
     identity = machine_identity()
     assert identity["boot_id"] == boot_id() and identity["hostname"]
     assert isinstance(identity["gpu_uuids"], list)
+
+
+def test_the_write_up_says_how_many_boots_and_code_versions_the_records_span():
+    cells = pd.DataFrame(
+        {
+            "boot_id": ["a", "a", "b", None],
+            "code_version": ["0.1+x", "0.1+x", "0.1+y+dirty", "0.1+x"],
+        }
+    )
+    assert span_sentence(cells) == (
+        "2 machine boot(s) (boot_id) and 2 code version(s) (1 with uncommitted changes); "
+        "ratios pair only records of one boot and version; 1 record(s) predate boot_id"
+    )

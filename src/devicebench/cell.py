@@ -199,6 +199,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         result = _run_worker(settings, float(settings["timeout_s"]))
         record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record.update(result)
+        if "environment" not in record:  # a killed or timed-out worker wrote none
+            record["environment"] = environment.capture(threads)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
     write_atomic(out, record)
     return record

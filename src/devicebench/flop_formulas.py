@@ -11,6 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
+# What a record's model.flop_formulas says: its counts already use the grouped formula.
+VERSION = "convolution backward per group (issue 19)"
+# The old counter erred only upward and only in training (grouped weight gradients): a record
+# counted before VERSION whose train/infer ratio exceeds this is recounted by the aggregate.
+SUSPECT_RATIO = 3.5
+
+
+def needs_recount(model: dict[str, Any]) -> bool:
+    """Whether a record's FLOP counts predate the grouped formula and show its error."""
+    if model.get("flop_formulas") == VERSION:
+        return False
+    try:
+        ratio = float(model["flops_per_sample_train"]) / float(model["flops_per_sample_infer"])
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return False
+    return ratio > SUSPECT_RATIO
+
 
 def conv_backward_flops(
     grad_out_shape: list[int],

@@ -87,9 +87,11 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway (importing it
     # into a TensorFlow cell would cost seconds; the aggregate counts those), and the profiler.
     if "torch" in sys.modules:
+        from devicebench.flop_formulas import VERSION
         from devicebench.workloads import model_flops
 
         result["model"].update(model_flops(settings["task"], settings["model"], settings))
+        result["model"]["flop_formulas"] = VERSION
     if settings.get("profile") and settings["framework"] == "torch":
         from devicebench.profiling import profile_backend
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.flop_formulas import needs_recount
+
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
 LEAD_COLUMNS = [*AXES, *"status message median_s samples_per_s accuracy f1_macro f1_micro".split()]
@@ -232,13 +234,15 @@ def _median(values: Any) -> float:
 
 
 def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    """Utilization summary and FLOPs per sample (counted now on the torch twin if absent)."""
+    """Utilization summary and FLOPs per sample (counted now on the torch twin if absent, or if
+    counted before the grouped-convolution fix and inflated by it: flop_formulas.needs_recount)."""
     utilization = _section(record, "utilization")
     summary = _section(utilization, "summary")
     out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
     mode = "train" if row.get("mode") == "train" else "infer"
-    flops = _get(_section(record, "model"), f"flops_per_sample_{mode}")
-    if _missing(flops) and record.get("status") == "ok":
+    model = _section(record, "model")
+    flops = _get(model, f"flops_per_sample_{mode}")
+    if (_missing(flops) or needs_recount(dict(model))) and record.get("status") == "ok":
         from devicebench.workloads import model_flops
 
         counted = model_flops(str(row.get("task")), str(row.get("model")), dict(row))

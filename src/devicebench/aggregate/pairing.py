@@ -45,3 +45,22 @@ def base_elsewhere(loose: pd.Series, is_base: pd.Series) -> pd.Series:
 
 def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def span_sentence(cells: pd.DataFrame) -> str:
+    """How many machine boots and code versions a study's records span, for the write-up."""
+    boots = _distinct(cells, "boot_id")
+    versions = _distinct(cells, "code_version")
+    dirty = sum(v.endswith("+dirty") for v in versions)
+    missing = int(cells["boot_id"].isna().sum()) if "boot_id" in cells else len(cells)
+    text = (
+        f"{len(boots)} machine boot(s) (boot_id) and {len(versions)} code version(s) "
+        f"({dirty} with uncommitted changes); ratios pair only records of one boot and version"
+    )
+    return text + (f"; {missing} record(s) predate boot_id" if missing else "")
+
+
+def _distinct(cells: pd.DataFrame, column: str) -> set[str]:
+    if column not in cells:
+        return set()
+    return {str(v) for v in cells[column].dropna() if str(v) not in ("", "nan")}

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.aggregate.collect import format_value
+from devicebench.aggregate.pairing import span_sentence
 from devicebench.aggregate.reproducibility import reproducibility_findings
 from devicebench.aggregate.writeup_charts import drawn_charts
 from devicebench.report import findings
@@ -129,6 +130,7 @@ def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any
         "GPU": f"{distinct('gpu_name')} (driver {distinct('gpu_driver')}, CUDA {distinct('cuda')})",
         "software": f"torch {distinct('torch_version')}, Python {distinct('python')}",
         "code version": distinct("code_version"),
+        "records span": span_sentence(cells),
         "data": datasets or "—",
         "measurement": (
             f"{study.get('repetitions')} timed repetitions of at least "
