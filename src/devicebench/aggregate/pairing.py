@@ -23,10 +23,13 @@ def pairing_columns(df: pd.DataFrame) -> list[str]:
 
 
 def record_pairing(record: Mapping[str, Any]) -> dict[str, Any]:
-    """boot_id and code_version of one record (None where it predates them)."""
+    """boot_id and code_version of one record ("" where it predates them: a groupable value)."""
     env = record.get("environment") or {}
     provenance = record.get("provenance") or {}
-    return {"boot_id": env.get("boot_id"), "code_version": provenance.get("code_version")}
+    return {
+        "boot_id": _text(env.get("boot_id")),
+        "code_version": _text(provenance.get("code_version")),
+    }
 
 
 def crossing_reason(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
