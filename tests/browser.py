@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +53,12 @@ def ensure_browser() -> str | None:
     return None
 
 
-def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any]:
-    """Load the page from disk; wait until `expected` charts rendered (or time out)."""
+@contextmanager
+def loaded_page(page_path: Path, expected: int, errors: list[str], requests: list[str]):
+    """Chromium with the page loaded from disk and `expected` charts rendered (or timed out);
+    console errors and network requests are collected into the lists given."""
     from playwright.sync_api import sync_playwright
 
-    errors: list[str] = []
-    requests: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
@@ -71,17 +72,25 @@ def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any
             page.goto(page_path.resolve().as_uri(), wait_until="load")
             try:
                 page.wait_for_function(
-                    f"window.chartsRendered >= {expected}", timeout=120_000, polling=250
+                    f"window.chartsRendered >= {expected}", timeout=180_000, polling=250
                 )
             except Exception as error:  # noqa: BLE001 - reported through the counts below
                 errors.append(f"timed out waiting for charts: {error}")
-            views = page.locator(RENDERED).count()
-            embeds = page.locator(".vega-embed").count()
-            rendered = page.evaluate("window.chartsRendered")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
+            yield page
         finally:
             browser.close()
+
+
+def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any]:
+    """Load the page from disk; wait until `expected` charts rendered (or time out)."""
+    errors: list[str] = []
+    requests: list[str] = []
+    with loaded_page(page_path, expected, errors, requests) as page:
+        views = page.locator(RENDERED).count()
+        embeds = page.locator(".vega-embed").count()
+        rendered = page.evaluate("window.chartsRendered")
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshot), full_page=True)
     return {
         "views": views,
         "embeds": embeds,
@@ -89,3 +98,44 @@ def open_page(page_path: Path, screenshot: Path, expected: int) -> dict[str, Any
         "errors": errors,
         "requests": requests,
     }
+
+
+GEOMETRY = """() => {
+  const verdict = document.querySelector('#verdict');
+  const rows = [...document.querySelectorAll('#verdict table.verdict tbody tr')].map(
+    (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent.trim()));
+  const heads = [...document.querySelectorAll('#verdict table.verdict thead th')].map(
+    (th) => th.textContent.trim());
+  const drawn = (el) => { const b = el.getBBox(); return b.width > 0 || b.height > 0; };
+  const empty = [...document.querySelectorAll('div.chart')].filter(
+    (div) => ![...div.querySelectorAll('svg.marks g.role-mark > *')].some(drawn)
+  ).map((div) => div.id + ' ' + div.dataset.chart);
+  const barless = [...document.querySelectorAll('div.chart')].filter((div) => {
+    const bars = [...div.querySelectorAll('svg.marks g.mark-rect.role-mark > path')];
+    const area = (el) => { const b = el.getBBox(); return b.width > 0 && b.height > 0; };
+    return bars.length > 0 && !bars.some(area);
+  }).map((div) => div.id + ' ' + div.dataset.chart);
+  return {
+    verdict_top: verdict ? verdict.getBoundingClientRect().top + window.scrollY : null,
+    verdict_heads: heads, verdict_rows: rows, empty_charts: [...empty, ...barless],
+    height: document.documentElement.scrollHeight,
+    details: document.querySelectorAll('details').length,
+  };
+}"""
+
+
+def inspect_page(page_path: Path, shots: Path, expected: int) -> dict[str, Any]:
+    """Load the page, wait for its charts, and measure what a reader sees: where #verdict
+    starts, its rows, charts that drew no mark, the page height with details folded and open.
+    Saves the first screen, the folded page and the unfolded page as PNGs under `shots`."""
+    errors: list[str] = []
+    shots.mkdir(parents=True, exist_ok=True)
+    with loaded_page(page_path, expected, errors, []) as page:
+        folded = page.evaluate(GEOMETRY)
+        page.screenshot(path=str(shots / "first_screen.png"))
+        page.screenshot(path=str(shots / "folded.png"), full_page=True)
+        page.evaluate("document.querySelectorAll('details').forEach((d) => d.open = true)")
+        page.wait_for_timeout(500)
+        unfolded = page.evaluate(GEOMETRY)
+        page.screenshot(path=str(shots / "unfolded.png"), full_page=True)
+    return {"folded": folded, "unfolded": unfolded, "errors": errors}

@@ -9,6 +9,7 @@ so no two marks stand for the same values. Titles say "synthetic data" when a ro
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
     line = (
         alt.Chart()
         .mark_line(point=True)
-        .encode(x=x, y=alt.Y("median_s:Q", title=y_title), color=color, detail="series:N")
+        .encode(x=x, y=alt.Y("median_s:Q", title=y_title, scale=log_if_wide(plotted["median_s"])))
+        .encode(color=color, detail="series:N")
         .encode(tooltip=tooltip, **dash)
     )
     if "noisy" in plotted:  # a noisy cell (CoV above noise_cov) gets a cross over its point
@@ -63,6 +65,7 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
         alt.Chart()
         .mark_errorbar(ticks=True)
         .encode(x=x, y=alt.Y("iqr_lo:Q", title=y_title), y2="iqr_hi:Q")
+        .transform_filter(alt.datum.iqr_lo > 0)
         .encode(color=color, detail="series:N")
     )
     chart = alt.layer(line, bars, data=data).properties(width=360, height=220)
@@ -153,18 +156,26 @@ def _bars(
 ) -> alt.TopLevelMixin:
     """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device.
 
-    Linear scales (a log bar has no zero to start from), independent per task panel.
+    Log scales where the values span more than 10x (else the small bars vanish), independent
+    per task panel.
     """
     if plotted.empty:
         return _empty(title, subtitle)
     plotted = plotted.assign(cell=_cell_label(plotted, with_task=False, with_device=False))
-    scale = alt.Scale(domain=[0, 1]) if unit_range else alt.Scale(zero=True)
+    scale = alt.Scale(domain=[0, 1]) if unit_range else log_if_wide(plotted[value])
+    start = {}
+    if scale.type == "log":  # a log bar has no zero: it starts at the decade below the least
+        plotted = plotted[pd.to_numeric(plotted[value]) > 0]
+        floor = 10 ** math.floor(math.log10(pd.to_numeric(plotted[value]).min()))
+        start = {"x2": alt.datum(floor)}
+        axis_title = f"{axis_title} (log scale)"
     chart = (
         alt.Chart(_data(plotted, ["cell", value]))
         .mark_bar()
         .encode(
+            **start,
             x=alt.X(f"{value}:Q", scale=scale, title=axis_title),
-            y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
+            y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
             yOffset=alt.YOffset("device_label:N"),
             color=alt.Color("device_label:N", title="device"),
             tooltip=_tooltip(plotted, [value]),
@@ -208,14 +219,33 @@ def _title(text: str, plotted: pd.DataFrame) -> str:
     return f"{text} — synthetic data" if synthetic else text
 
 
+EMPTY = "no data: a placeholder"
+
+
 def _empty(title: str, subtitle: list[str]) -> alt.Chart:
-    """A placeholder chart that says there is nothing to plot, still naming the failures."""
+    """A placeholder chart that says there is nothing to plot, still naming the failures (the
+    charts rule writes it so its outputs exist; the write-up leaves it out, see is_empty)."""
     return (
         alt.Chart(alt.Data(values=[{"text": "no ok cells"}]))
         .mark_text(fontSize=18)
         .encode(text="text:N")
         .properties(width=420, height=120, title=alt.Title(title, subtitle=subtitle))
+        .properties(description=EMPTY)
     )
+
+
+def is_empty(chart: alt.TopLevelMixin) -> bool:
+    """True for a placeholder made by _empty: a chart with no data to draw."""
+    return getattr(chart, "description", None) == EMPTY
+
+
+def log_if_wide(values: pd.Series, **scale: Any) -> alt.Scale:
+    """A log scale where the positive values span more than 10x, else a linear one."""
+    positive = pd.to_numeric(values, errors="coerce")
+    positive = positive[positive > 0]
+    if len(positive) and positive.max() > 10 * positive.min():
+        return alt.Scale(type="log", **scale)
+    return alt.Scale(zero=True, **scale)
 
 
 def _extra_axes(df: pd.DataFrame) -> list[str]:
@@ -269,14 +299,12 @@ def _series_title(df: pd.DataFrame) -> str:
 
 
 def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
-    """Dash (lines) and shape (points) by series, with a legend naming the varying axes."""
+    """Dash by series, with one legend naming the varying axes (a second encoding of the same
+    field, e.g. shape, would draw a second legend of the same names)."""
     if not _series_columns(df):
         return {}
-    title = _series_title(df)
-    return {
-        "strokeDash": alt.StrokeDash("series:N", title=title),
-        "shape": alt.Shape("series:N", title=title),
-    }
+    legend = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
+    return {"strokeDash": alt.StrokeDash("series:N", title=_series_title(df), legend=legend)}
 
 
 def _noisy_key() -> dict[str, Any]:

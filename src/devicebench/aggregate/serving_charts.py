@@ -8,12 +8,13 @@ import json
 import altair as alt
 import pandas as pd
 
-from devicebench.aggregate.charts import _empty
+from devicebench.aggregate.charts import _empty, log_if_wide
 
 IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "server", "replicas"]
 
 
 SERIES_TITLE = "framework · precision · batch · server · replicas"
+LEGEND = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
 
 
 def _ok(serving: pd.DataFrame) -> pd.DataFrame:
@@ -50,9 +51,9 @@ def throughput_vs_clients(serving: pd.DataFrame) -> alt.TopLevelMixin:
         .mark_line(point=True)
         .encode(
             x=alt.X("clients:Q", title="concurrent clients"),
-            y=alt.Y("requests_per_s:Q", title="requests/s"),
+            y=alt.Y("requests_per_s:Q", title="requests/s", scale=log_if_wide(df.requests_per_s)),
             color=alt.Color("device_label:N", title="device"),
-            strokeDash=alt.StrokeDash("series:N", title=SERIES_TITLE),
+            strokeDash=alt.StrokeDash("series:N", title=SERIES_TITLE, legend=LEGEND),
             detail="series:N",
             tooltip=[*(f"{c}:N" for c in IDENTITY), "clients:Q", "requests_per_s:Q", "p99_ms:Q"],
         )
@@ -81,7 +82,7 @@ def latency_percentiles(serving: pd.DataFrame) -> alt.TopLevelMixin:
         .mark_point(filled=True)
         .encode(
             x=alt.X("latency_ms:Q", title="latency (ms)", scale=alt.Scale(type="log")),
-            y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400)),
+            y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=0)),
             color=alt.Color("percentile:N", sort=["p50", "p90", "p99", "max"]),
             tooltip=["cell:N", "percentile:N", "latency_ms:Q"],
         )
@@ -91,18 +92,22 @@ def latency_percentiles(serving: pd.DataFrame) -> alt.TopLevelMixin:
 
 
 def replica_scaling(serving: pd.DataFrame) -> alt.TopLevelMixin:
-    """Requests per second against Ray Serve replicas, with the scaling efficiency in the tooltip
-    (throughput at N replicas / (N x throughput at 1))."""
-    title = "Serving throughput vs replicas (ray-serve, closed-loop pool)"
+    """Requests per second against server replicas (any server: uvicorn processes or Ray Serve
+    replicas), with the scaling efficiency in the tooltip (throughput at N / (N x at 1))."""
     df = _ok(serving)
     if not df.empty:
-        df = df[df["server"].astype(str).eq("ray-serve")].copy()
+        counts = df.groupby(["model", "device_label", "server"])["replicas"].transform("nunique")
+        df = df[counts.gt(1)].copy()
+    servers = ", ".join(sorted(df["server"].astype(str).unique())) if not df.empty else "any"
+    title = f"Serving throughput vs replicas ({servers} server, closed-loop pool)"
     if df.empty:
-        return _empty(title, ["no ray-serve cell finished ok"])
+        return _empty(title, ["no served model ran at more than one replica count"])
     if "replica_scaling_efficiency" not in df:
         df["replica_scaling_efficiency"] = None
     df["line"] = (
-        df[["framework", "precision", "batch_size", "clients"]].astype(str).agg(" · ".join, axis=1)
+        df[["framework", "precision", "batch_size", "server", "clients"]]
+        .astype(str)
+        .agg(" · ".join, axis=1)
     )
     cols = [*IDENTITY, "clients", "line", "requests_per_s", "replica_scaling_efficiency"]
     chart = (
@@ -112,7 +117,9 @@ def replica_scaling(serving: pd.DataFrame) -> alt.TopLevelMixin:
             x=alt.X("replicas:Q", title="replicas", axis=alt.Axis(tickMinStep=1)),
             y=alt.Y("requests_per_s:Q", title="requests/s"),
             color=alt.Color("device_label:N", title="device"),
-            strokeDash=alt.StrokeDash("line:N", title="framework · precision · batch · clients"),
+            strokeDash=alt.StrokeDash(
+                "line:N", title="framework · precision · batch · server · clients", legend=LEGEND
+            ),
             detail="line:N",
             tooltip=[
                 *(f"{c}:N" for c in IDENTITY),

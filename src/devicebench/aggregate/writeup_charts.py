@@ -120,21 +120,25 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
         value_name="percent",
     ).dropna(subset=["percent"])
     long["metric"] = long["metric"].map({"cpu_percent_mean": "CPU %", "gpu_util": "GPU SM %"})
+    if long.empty:
+        return _empty(title, ["no utilization samples"])
+    if long["task"].nunique() > 1:  # the study-wide chart names the task in each panel
+        long["cell"] = long["task"].astype(str) + "/" + long["cell"].astype(str)
+    header = alt.Header(labelLimit=0, labelFontSize=10, labelAngle=0, labelAlign="left")
     chart = (
         alt.Chart(alt.Data(values=long.to_dict(orient="records")))
         .mark_line()
         .encode(
-            x=alt.X("t:Q", title="seconds into the timed section"),
-            y=alt.Y("percent:Q", scale=alt.Scale(domain=[0, 100]), title="utilization %"),
-            color=alt.Color("cell:N", title="cell"),
-            strokeDash=alt.StrokeDash("metric:N", title="metric"),
+            x=alt.X("t:Q", title="s into timed section"),
+            y=alt.Y("percent:Q", scale=alt.Scale(domain=[0, 100]), title="%"),
+            color=alt.Color("metric:N", title="metric"),
             tooltip=["task:N", "cell:N", "metric:N", "t:Q", "percent:Q"],
         )
-        .properties(width=420, height=180)
-        .facet(row=alt.Row("task:N", title=None))
+        .properties(width=230, height=80)
+        .facet(facet=alt.Facet("cell:N", title=None, header=header), columns=3)
         .resolve_scale(x="independent")
     )
-    return chart.properties(title=title)
+    return chart.properties(title=alt.Title(title, subtitle=["one panel per cell"]))
 
 
 def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
@@ -164,6 +168,11 @@ def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
         .resolve_scale(y="independent")
     )
     return chart.properties(title=title)
+
+
+def drawn_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
+    """The charts that have data to draw (the write-up emits no empty placeholder)."""
+    return {name: chart for name, chart in all_charts(tables).items() if not base.is_empty(chart)}
 
 
 def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:

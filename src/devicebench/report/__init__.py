@@ -9,6 +9,7 @@ import pandas as pd
 from devicebench.aggregate.collect import read_table
 from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
+from devicebench.report.verdict import load_best
 
 REPORT_TABLES = (
     "cells",
@@ -37,6 +38,9 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     )
     rerun = folder / "reproducibility.csv"  # only where published cells were run again
     tables["reproducibility"] = read_table(rerun) if rerun.exists() else pd.DataFrame()
+    best = load_best(folder)  # the verdict's rows; absent in tables from before best.csv
+    if best is not None:
+        tables["best"] = best
     if "accuracy_agrees" in tables["quality"]:
         agrees = tables["quality"]["accuracy_agrees"]
         tables["quality"]["accuracy_agrees"] = agrees.astype("object").where(agrees.notna(), None)

@@ -42,8 +42,7 @@ def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
         mode, label = keys[0], " ".join(str(k) for k in (keys[1], *keys[2:]) if pd.notna(k))
         done = part[part["speedup"].notna()].sort_values("batch_size")
         if done.empty:
-            statuses = ", ".join(sorted(set(part["status"].astype(str))))
-            out.append(f"{label} {mode}: no GPU timing to compare (status: {statuses}).")
+            out.append(f"{label} {mode}: {_why_no_speedup(part)}.")
             continue
         base = str(done["base_label"].iloc[0])
         wins = done["speedup"].to_numpy() > 1.0
@@ -68,6 +67,18 @@ def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
     return out
 
 
+def _why_no_speedup(part: pd.DataFrame) -> str:
+    """Why a GPU series has no speedup: its own cells failed, or no base cell ran ok."""
+    if not part["status"].astype(str).eq("ok").any():
+        statuses = ", ".join(sorted(set(part["status"].astype(str))))
+        return f"no GPU timing to compare (status: {statuses})"
+    base = sorted({str(b) for b in part.get("base_label", pd.Series()).dropna()})
+    named = f" ({', '.join(base)})" if base else ""
+    statuses = sorted({str(b) for b in part.get("base_status", pd.Series()).dropna()})
+    how = f"; base status: {', '.join(statuses)}" if statuses else ""
+    return f"no CPU baseline{named} ran ok with the same configuration{how}"
+
+
 def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
     """Per mode: the configuration with the most samples per dollar, and cost to target."""
     rows = _ok(cells[cells["task"].eq(task)])
@@ -79,10 +90,15 @@ def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
             continue
         best = priced.loc[priced["samples_per_usd"].idxmax()]
         fastest = part.loc[part["samples_per_s"].idxmax()]
+        per_rep = (
+            f" (US${best['cost_usd']:.3g} per timed repetition)"
+            if pd.notna(best.get("cost_usd"))
+            else ""
+        )
         out.append(
             f"{mode}: cheapest is {_cell(best)} at {best['samples_per_usd']:,.0f} samples per "
-            f"US$ (US${best['cost_usd']:.3g} per timed repetition); fastest is "
-            f"{_cell(fastest)} at {fastest['samples_per_s']:,.0f} samples/s."
+            f"US${per_rep}; fastest is {_cell(fastest)} at {fastest['samples_per_s']:,.0f} "
+            "samples/s."
         )
     train = rows[rows["mode"].eq("train")]
     if not train.empty and train["target_accuracy"].notna().any():
@@ -128,11 +144,15 @@ def efficiency(cells: pd.DataFrame, task: str) -> list[str]:
 def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -> list[str]:
     """Noisy cells (CoV above the threshold) and accuracy disagreements across devices."""
     rows = _ok(cells[cells["task"].eq(task)])
+    timed = rows[rows["cov"].notna()] if "cov" in rows else rows
     out = []
     noisy = rows[rows["noisy"].fillna(False).astype(bool)]
-    if noisy.empty:
-        out.append(f"No noisy cell: every CoV is at most the threshold ({len(rows)} ok cells).")
-    else:
+    if noisy.empty and not timed.empty:
+        out.append(
+            f"No noisy cell: every CoV is at most the threshold ({len(timed)} ok cells with "
+            "repeated timings)."
+        )
+    elif not noisy.empty:
         listed = "; ".join(f"{_cell(r)} (CoV {r['cov']:.0%})" for _, r in noisy.iterrows())
         out.append(f"{len(noisy)} noisy cell(s), CoV above the threshold: {listed}.")
     q = quality[quality["task"].eq(task)]
@@ -141,14 +161,15 @@ def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -
         compared = q["accuracy_spread"].notna().sum() if "accuracy_spread" in q else 0
         ran = q[q["status"].eq("ok")] if "status" in q else q
         devices = ran["device_label"].nunique() if "device_label" in ran else 0
-        if devices > 1 and compared == 0:
+        trained = "mode" not in rows or rows["mode"].isin(["train", "converge"]).any()
+        if trained and devices > 1 and compared == 0:
             out.append(
                 "Accuracy agreement not checked: it compares converge cells that reached their "
                 "target, and none did on more than one device."
             )
-        elif devices > 1:
+        elif trained and devices > 1:
             out.append(f"Accuracy agrees across devices for all {compared} compared cells.")
-        else:
+        elif trained:  # a task without training cells has nothing to agree on
             out.append("Accuracy agreement not checked: only one device ran training cells ok.")
     else:
         tol = float(bad["accuracy_tolerance"].iloc[0])
@@ -197,7 +218,7 @@ def top_operator(ops: pd.DataFrame, task: str) -> list[str]:
     ]
 
 
-def task_findings(tables: dict[str, pd.DataFrame], task: str) -> list[str]:
+def task_findings(tables: dict[str, pd.DataFrame], task: str, noise_cov: float = 0.1) -> list[str]:
     """Every finding for one task, in reading order."""
     cells = tables["cells"]
     return [
@@ -207,7 +228,7 @@ def task_findings(tables: dict[str, pd.DataFrame], task: str) -> list[str]:
         *noise_and_agreement(cells, tables["quality"], task),
         *entity_scores(cells, task),
         *top_operator(tables["profile_ops"], task),
-        *serving(tables.get("serving"), task),
+        *serving(tables.get("serving"), task, noise_cov),
     ]
 
 
@@ -224,7 +245,22 @@ def study_findings(tables: dict[str, pd.DataFrame]) -> list[str]:
     return out
 
 
-def serving(table: pd.DataFrame, task: str) -> list[str]:
+SERVE_IDENTITY = ["framework", "precision", "batch_size", "server", "replicas", "seq_len"]
+
+
+def _serve_cell(row: pd.Series) -> str:
+    """A serve cell's configuration beside model and device: engine, server, replicas, ..."""
+    parts = [str(row["framework"]), str(row.get("precision"))]
+    parts.append(f"batch {format_value(row.get('batch_size'))}")
+    parts += [f"{row['server']} server" if pd.notna(row.get("server")) else ""]
+    if pd.notna(row.get("replicas")):
+        parts.append(f"{format_value(row['replicas'])} replica(s)")
+    if pd.notna(row.get("seq_len")):
+        parts.append(f"seq {format_value(row['seq_len'])}")
+    return ", ".join(p for p in parts if p and p != "nan")
+
+
+def serving(table: pd.DataFrame, task: str, noise_cov: float = 0.1) -> list[str]:
     """What the serve cells found: peak throughput, tail latency under load, price per request."""
     if table is None or table.empty or "task" not in table:
         return []
@@ -234,20 +270,15 @@ def serving(table: pd.DataFrame, task: str) -> list[str]:
         best = rows.loc[rows["requests_per_s"].idxmax()]
         line = (
             f"{model} on {device}: at most {best['requests_per_s']:.4g} requests/s "
-            f"({best['framework']}, {format_value(best['clients'])} clients, p99 "
+            f"({_serve_cell(best)}, {format_value(best['clients'])} clients, p99 "
             f"{best['p99_ms']:.4g} ms, {int(best['errors'])} errors)"
         )
-        if rows["clients"].nunique() > 1:
-            low, high = rows.loc[rows["clients"].idxmin()], rows.loc[rows["clients"].idxmax()]
-            line += (
-                f"; from {format_value(low['clients'])} to {format_value(high['clients'])} clients "
-                f"p99 goes {low['p99_ms']:.4g} -> {high['p99_ms']:.4g} ms"
-            )
         if pd.notna(best.get("cost_per_1k_requests_usd")):
             line += f"; US${best['cost_per_1k_requests_usd']:.3g} per 1,000 requests"
         if pd.notna(best.get("server_highest_valid_qps")):
             line += f"; LoadGen Server VALID up to {best['server_highest_valid_qps']:.4g} QPS"
         out.append(line + ".")
+    out += client_scaling(done)
     per_dollar = done.groupby(["model", "device_label"])["requests_per_usd"].max().unstack()
     gpus = [c for c in per_dollar.columns if not str(c).startswith("cpu")]
     cpus = [c for c in per_dollar.columns if str(c).startswith("cpu")]
@@ -255,25 +286,73 @@ def serving(table: pd.DataFrame, task: str) -> list[str]:
         if gpus and cpus and row[gpus].notna().any() and row[cpus].notna().any():
             ratio = row[gpus].max() / row[cpus].max()
             out.append(
-                f"{model}: the best GPU serves {ratio:.3g}x the requests per dollar of the best "
-                "CPU (the cloud study found the GPU 1.9x to 8x ahead per dollar)."
+                f"{model}: the best GPU serve cell serves {ratio:.3g}x the requests per dollar of "
+                "the best CPU serve cell (the cloud study found the GPU 1.9x to 8x ahead per "
+                "dollar)."
             )
     if not done.empty and not (gpus and cpus):
         out.append("No serve cell pair of CPU and GPU yet: requests per dollar compare no devices.")
-    return out + replica_scaling(done)
+    return out + replica_scaling(done) + serving_noise(done, noise_cov)
+
+
+def _identity(done: pd.DataFrame) -> list[str]:
+    return ["model", "device_label", *[c for c in SERVE_IDENTITY if c in done]]
+
+
+def client_scaling(done: pd.DataFrame) -> list[str]:
+    """Tail latency from the fewest to the most clients, only between cells that differ in
+    their client count alone."""
+    out = []
+    for _, rows in done.groupby(_identity(done), sort=True, dropna=False):
+        if rows["clients"].nunique() < 2:
+            continue
+        low, high = rows.loc[rows["clients"].idxmin()], rows.loc[rows["clients"].idxmax()]
+        out.append(
+            f"{low['model']} on {low['device_label']} ({_serve_cell(low)}): from "
+            f"{format_value(low['clients'])} to {format_value(high['clients'])} clients p99 goes "
+            f"{low['p99_ms']:.4g} -> {high['p99_ms']:.4g} ms and requests/s "
+            f"{low['requests_per_s']:.4g} -> {high['requests_per_s']:.4g}."
+        )
+    return out
 
 
 def replica_scaling(done: pd.DataFrame) -> list[str]:
-    """How close Ray Serve's replicas come to linear scaling, per model and device."""
+    """How close a server's replicas come to linear scaling, per model, device and server."""
     if "replica_scaling_efficiency" not in done:
         return []
     scaled = done[done["replicas"].gt(1) & done["replica_scaling_efficiency"].notna()]
     out = []
-    for (model, device), rows in scaled.groupby(["model", "device_label"], sort=True):
+    keys = ["model", "device_label", "server"]
+    for (model, device, server), rows in scaled.groupby(keys, sort=True):
         means = rows.groupby("replicas")["replica_scaling_efficiency"].mean()
         parts = ", ".join(f"{value:.2f} at {int(n)} replicas" for n, value in means.items())
         out.append(
-            f"{model} on {device}, ray-serve: replica scaling efficiency {parts} (requests/s at "
-            "N replicas / (N x at 1 replica), mean over the client counts; 1.00 is linear)."
+            f"{model} on {device}, {server} server: replica scaling efficiency {parts} "
+            "(requests/s at N replicas / (N x at 1 replica), mean over the client counts; 1.00 "
+            "is linear)."
         )
     return out
+
+
+def serving_noise(done: pd.DataFrame, noise_cov: float) -> list[str]:
+    """Serve cells whose throughput was not steady: CoV of requests/s over the window's slices."""
+    if "stability_cov" not in done or done.empty:
+        return []
+    measured = done[done["stability_cov"].notna()]
+    noisy = measured[measured["stability_cov"].gt(noise_cov)]
+    if measured.empty:
+        return ["No serve cell measured its throughput stability (stability_cov empty)."]
+    if noisy.empty:
+        return [
+            f"Serving throughput steady in all {len(measured)} serve cells that measured it "
+            f"(stability CoV at most {noise_cov:g})."
+        ]
+    listed = "; ".join(
+        f"{r['model']} on {r['device_label']} ({_serve_cell(r)}, {format_value(r['clients'])} "
+        f"clients): {r['stability_cov']:.2f}"
+        for _, r in noisy.sort_values("stability_cov", ascending=False).iterrows()
+    )
+    return [
+        f"{len(noisy)} of {len(measured)} serve cells are noisy, throughput stability CoV above "
+        f"{noise_cov:g}: {listed}."
+    ]

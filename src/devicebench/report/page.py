@@ -18,8 +18,11 @@ import pandas as pd
 from devicebench.aggregate.collect import format_value
 from devicebench.aggregate.pairing import span_sentence
 from devicebench.aggregate.reproducibility import reproducibility_findings
-from devicebench.aggregate.writeup_charts import all_charts
+from devicebench.aggregate.writeup_charts import drawn_charts
 from devicebench.report import findings
+from devicebench.report.decision import decision_chart
+from devicebench.report.verdict import reprice, times, verdict_rows
+from devicebench.report.verdict_section import verdict_html
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
 QUESTION = (
@@ -59,7 +62,10 @@ table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}.flag{color:#b00;font-weight:bold}
 .chart{margin:1em 0}.scroll{overflow-x:auto}nav a{margin-right:1em}
-li{margin:.2em 0}.note{color:#555;font-size:13px}
+li{margin:.2em 0}.note{color:#555;font-size:13px}h1{font-size:1.5em;margin:.2em 0}
+#verdict h2{margin:.3em 0}#verdict ul{margin:.3em 0}#verdict p{margin:.3em 0;font-size:13px}
+details{border-top:1px solid #ddd}summary{cursor:pointer}summary h2{display:inline;font-size:1.15em}
+table.verdict td,table.verdict th{font-size:12px}table.verdict td:nth-child(-n+4){text-align:left}
 """
 
 
@@ -149,41 +155,78 @@ def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any
     return f"<table>{rows}</table>{note}"
 
 
+def chart_div(specs: list, manifest: list, chart: Any, task: str, name: str) -> str:
+    """Register one chart for embedding; return the element it renders into."""
+    chart_id = f"chart-{len(specs)}"
+    specs.append(chart.to_dict())
+    manifest.append({"id": chart_id, "task": task, "chart": name})
+    return f'<div class="chart" id="{chart_id}" data-chart="{name}"></div>'
+
+
+def task_summary(best: pd.DataFrame | None, task: str) -> str:
+    """The one line a folded workload shows: which device is cheaper per mode, and by how much."""
+    if best is None:
+        return ""
+    rows = verdict_rows(best)
+    rows = rows[rows["task"].astype(str).eq(task) & rows["cost_ratio"].notna()]
+    parts = []
+    for _, row in rows.iterrows():
+        ratio = row["cost_ratio"] if row["cheaper"] == "gpu" else 1 / row["cost_ratio"]
+        what = str(row["label"]).removeprefix(f"{task} ")
+        parts.append(f"{what}: {str(row['cheaper']).upper()} {times(ratio)} cheaper")
+    return f" — {'; '.join(parts)}" if parts else ""
+
+
+def task_section(
+    part: dict[str, pd.DataFrame], task: str, study: dict[str, Any], specs: list, manifest: list
+) -> str:
+    """One workload's findings, tables and charts (the page folds it in a <details>)."""
+    noise_cov = float(study.get("noise_cov") or 0.1)
+    said = findings.task_findings(part, task, noise_cov)
+    blocks = [f"<h3>Findings</h3><ul>{''.join(f'<li>{html.escape(f)}</li>' for f in said)}</ul>"]
+    flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
+    for name, title in TABLES_SHOWN.items():
+        df = part.get(name, pd.DataFrame())
+        if df.empty and name in ("serving", "not_ok", "top_ops"):
+            continue  # nothing to show: a task without serve cells, failures or profiles
+        if name == "quality" and "accuracy_agrees" in df:
+            df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))
+        blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
+    engines = part.get("engines", pd.DataFrame())
+    if not engines.empty:
+        title = "Inference engines: Spark batch and streaming against in-process"
+        blocks.append(f"<h3>{title}</h3>{table_html(engines)}")
+    charts = drawn_charts(part)
+    if part.get("serving", pd.DataFrame()).empty:  # serving charts only with serve cells
+        charts = {n: c for n, c in charts.items() if not n.startswith("serve_")}
+    if charts:
+        blocks.append("<h3>Charts</h3>")
+    blocks += [chart_div(specs, manifest, chart, task, name) for name, chart in charts.items()]
+    return "\n".join(blocks)
+
+
 def build_page(
     tables: dict[str, pd.DataFrame], study: dict[str, Any], prices: dict[str, Any]
 ) -> tuple[str, list[dict[str, str]]]:
-    """The page's HTML and its charts manifest (one entry per embedded chart)."""
+    """The page's HTML and its charts manifest (one entry per embedded chart): the verdict
+    first, each workload's details folded below it, setup and definitions at the end."""
     cells = tables["cells"]
     tasks = list(dict.fromkeys(cells["task"].dropna().astype(str)))
     specs: list[dict[str, Any]] = []
     manifest: list[dict[str, str]] = []
+    best = tables.get("best")
+    best = reprice(best, cells, prices) if best is not None else None
+    verdict = verdict_html(best, cells, prices)
+    decision = decision_chart(best) if best is not None else None
+    if decision is not None:
+        verdict += chart_div(specs, manifest, decision, "", "decision")
     sections = []
     for task in tasks:
-        part = for_task(tables, task)
-        bullets = "".join(f"<li>{html.escape(f)}</li>" for f in findings.task_findings(part, task))
-        blocks = [f'<h2 id="task-{task}">Task {html.escape(task)}</h2>']
-        blocks.append(f"<h3>Findings</h3><ul>{bullets}</ul>")
-        flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
-        for name, title in TABLES_SHOWN.items():
-            df = part.get(name, pd.DataFrame())
-            if name == "serving" and df.empty:
-                continue  # a task without serve cells
-            if name == "quality" and "accuracy_agrees" in df:
-                df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))
-            blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
-        engines = part.get("engines", pd.DataFrame())
-        if not engines.empty:
-            title = "Inference engines: Spark batch and streaming against in-process"
-            blocks.append(f"<h3>{title}</h3>{table_html(engines)}")
-        blocks.append("<h3>Charts</h3>")
-        for name, chart in all_charts(part).items():
-            if name.startswith("serve_") and part.get("serving", pd.DataFrame()).empty:
-                continue  # serving charts only where the task has serve cells
-            chart_id = f"chart-{len(specs)}"
-            specs.append(chart.to_dict())
-            manifest.append({"id": chart_id, "task": task, "chart": name})
-            blocks.append(f'<div class="chart" id="{chart_id}" data-chart="{name}"></div>')
-        sections.append("\n".join(blocks))
+        body = task_section(for_task(tables, task), task, study, specs, manifest)
+        summary = f"Workload {html.escape(task)}{html.escape(task_summary(best, task))}"
+        sections.append(
+            f'<details id="task-{task}"><summary><h2>{summary}</h2></summary>{body}</details>'
+        )
     nav = " ".join(f'<a href="#task-{t}">{html.escape(t)}</a>' for t in tasks)
     study_bullets = "".join(f"<li>{html.escape(f)}</li>" for f in findings.study_findings(tables))
     definitions = "".join(f"<li>{html.escape(d)}</li>" for d in DEFINITIONS)
@@ -211,13 +254,16 @@ def build_page(
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{STYLE}</style>
 <script type="text/javascript">{javascript_bundle()}</script></head>
-<body><h1>{html.escape(title)}</h1><nav>{nav}</nav>
-<h2>The question</h2><p>{html.escape(QUESTION)}</p>
-<h2>Setup</h2>{setup_html(cells, study, prices)}
-<h2>The run</h2><ul>{study_bullets}</ul>
-<h2>Definitions</h2><ul class="note">{definitions}</ul>
-{reproducibility}
+<body><h1>{html.escape(title)}</h1>
+<section id="verdict">{verdict}</section>
+<h2 id="details">Details per workload</h2>
+<p class="note">{html.escape(QUESTION)} Open a workload for its findings, tables and charts:
+{nav}</p>
 {"".join(sections)}
+{reproducibility}
+<h2 id="run">The run</h2><ul>{study_bullets}</ul>
+<h2 id="setup">Setup</h2>{setup_html(cells, study, prices)}
+<h2 id="definitions">Definitions</h2><ul class="note">{definitions}</ul>
 <script type="text/javascript">{embed}</script>
 </body></html>
 """

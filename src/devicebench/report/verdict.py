@@ -1,0 +1,303 @@
+"""The verdict: per workload and mode, the best CPU against the best GPU configuration.
+
+Its rows come from tables/best.csv (one row per task, mode, machine, code version and pick); the
+verdict uses the `cheapest` pick. Prices are an input: the costs are worked out again here from
+each side's measured throughput and the prices file given, so a buyer's own prices change the
+verdict without rerunning a cell. Every sentence is computed from those rows.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from devicebench.aggregate.analysis import _gpu_count, price_per_hour
+
+BEST_COLUMNS = [
+    *"task mode pick boot_id code_version cpu_cell cpu_config cpu_samples_per_s".split(),
+    *"cpu_usd_per_million cpu_joules_per_sample gpu_cell gpu_config gpu_name".split(),
+    *"gpu_samples_per_s gpu_usd_per_million gpu_joules_per_sample speedup cheaper".split(),
+    *"cost_ratio breakeven_gpu_usd_per_hour note".split(),
+]  # and, where a task has several models, `model` (each model compared on its own)
+SIDES = ("cpu", "gpu")
+
+
+def load_best(folder: Path) -> pd.DataFrame | None:
+    """tables/best.csv, or None where the study's tables predate it."""
+    path = Path(folder) / "best.csv"
+    if not path.exists():
+        return None
+    best = pd.read_csv(path, dtype={"boot_id": "str", "code_version": "str", "note": "str"})
+    missing = [c for c in BEST_COLUMNS if c not in best]
+    if missing:
+        raise ValueError(f"{path}: missing columns {', '.join(missing)}")
+    return best
+
+
+def _hourly(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, tuple[float, int]]:
+    """Hourly price of every cell under `prices` (all its GPUs for a DDP cell) and its GPU
+    count, by cell id."""
+    if cells.empty or "cell_id" not in cells:
+        return {}
+    gpus = _gpu_count(cells)
+    names = cells["gpu_name"] if "gpu_name" in cells else pd.Series(np.nan, index=cells.index)
+    return {
+        str(cid): (price_per_hour(d, t, g, prices) * n, n)
+        for cid, d, t, g, n in zip(
+            cells["cell_id"], cells["device"], cells["threads"], names, gpus, strict=True
+        )
+    }
+
+
+def reprice(best: pd.DataFrame, cells: pd.DataFrame, prices: dict[str, Any]) -> pd.DataFrame:
+    """best.csv with cost per million samples, cheaper, cost ratio and break-even GPU price
+    worked out again at `prices`; a side whose cell is not in `cells` keeps the table's cost
+    (column `priced` says which)."""
+    hourly = _hourly(cells, prices)
+    out = best.copy()
+    repriced = pd.Series(True, index=out.index)
+    for side in SIDES:
+        cell = out[f"{side}_cell"].astype("object")
+        found = cell.map(lambda c: hourly.get(str(c), (math.nan, 1)) if pd.notna(c) else None)
+        found = found.map(lambda f: f if f is not None else (math.nan, 1))
+        price = found.map(lambda f: f[0]).astype("float64")
+        out[f"{side}_gpus"] = found.map(lambda f: f[1])
+        fresh = price / (out[f"{side}_samples_per_s"] * 3600.0) * 1e6
+        known = cell.isna() | price.notna()
+        out[f"{side}_price_per_hour"] = price
+        out[f"{side}_usd_per_million"] = fresh.where(known, out[f"{side}_usd_per_million"])
+        repriced &= known
+    out["priced"] = np.where(repriced, "these prices", "the aggregate's prices")
+    cpu, gpu = out["cpu_usd_per_million"], out["gpu_usd_per_million"]
+    both = cpu.notna() & gpu.notna()
+    out["cost_ratio"] = (cpu / gpu).where(both)
+    out["cheaper"] = np.where(both, np.where(cpu <= gpu, "cpu", "gpu"), None)
+    per_gpu = cpu / 1e6 * out["gpu_samples_per_s"] * 3600 / out["gpu_gpus"]
+    out["breakeven_gpu_usd_per_hour"] = per_gpu.where(both)  # per GPU, as prices are
+    out["speedup"] = out["gpu_samples_per_s"] / out["cpu_samples_per_s"]
+    return out
+
+
+def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
+    """The rows the verdict shows: pick == cheapest; rows with both devices first, then in task
+    and mode order. `label` names the row (its model too where the task has several)."""
+    rows = labelled(best[best["pick"].astype(str).eq("cheapest")])
+    rows["_unpaired"] = rows["cost_ratio"].isna()
+    keys = [k for k in ("task", "mode", "model", "boot_id", "code_version") if k in rows]
+    return rows.sort_values(["_unpaired", *keys], kind="stable", na_position="last")
+
+
+def labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` (one pick) with a `label` naming each: task and mode, the model where the task
+    has several, the code version and boot where the same workload appears twice."""
+    rows = rows.copy()
+    rows["label"] = rows["task"].astype(str) + " " + rows["mode"].astype(str)
+    if "model" in rows:
+        several = rows.groupby(["task", "mode"])["model"].transform("nunique").gt(1)
+        rows.loc[several, "label"] += " (" + rows.loc[several, "model"].astype(str) + ")"
+    twice = rows["label"].duplicated(keep=False)  # the same workload on two machines or codes
+    where = _text(rows["code_version"], "?") + " " + _text(rows["boot_id"], "").str[:8]
+    rows.loc[twice, "label"] += " [" + where[twice].str.strip() + "]"
+    return rows
+
+
+def number(value: Any, digits: int = 3) -> str:
+    """A figure to `digits` significant digits with thousands separators; '—' when missing."""
+    if value is None or (isinstance(value, float | np.floating) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, str):
+        return value
+    value = float(value)
+    if value.is_integer() and abs(value) >= 1:
+        return f"{value:,.0f}"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= digits - 1:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits - 1 - magnitude}f}"
+
+
+def times(value: Any) -> str:
+    """A ratio as '3.2x'; within 1 % of 1 with four digits, so 0.996 never reads as 1.00x."""
+    shown = number(value)
+    if shown == "—":
+        return shown
+    near_one = abs(float(value) - 1) < 0.01 and float(value) != 1
+    return f"{number(value, 4) if near_one else shown}x"
+
+
+def _label(row: pd.Series) -> str:
+    return str(row.get("label", f"{row['task']} {row['mode']}"))
+
+
+def _has(row: pd.Series, side: str) -> bool:
+    return pd.notna(row.get(f"{side}_samples_per_s"))
+
+
+def sentences(
+    best: pd.DataFrame, prices: dict[str, Any], why_no_gpu: str | None = None
+) -> list[str]:
+    """Three or four sentences computed from the verdict rows (and the fastest picks)."""
+    rows = verdict_rows(best)
+    if rows.empty:
+        return ["tables/best.csv has no row with pick 'cheapest': there is nothing to compare."]
+    paired = rows[rows["cost_ratio"].notna()]
+    out = []
+    if paired.empty:
+        return unpaired(rows, why_no_gpu)
+    gpu_wins = paired[paired["cheaper"].eq("gpu")]
+    cpu_wins = paired[paired["cheaper"].eq("cpu")]
+
+    def listed(part: pd.DataFrame) -> str:
+        return f" ({', '.join(_label(r) for _, r in part.iterrows())})" if len(part) else ""
+
+    out.append(
+        f"Per sample, the GPU is cheaper in {len(gpu_wins)} of {len(paired)} workload-modes"
+        f"{listed(gpu_wins)} and the CPU in {len(cpu_wins)}{listed(cpu_wins)}."
+    )
+    extremes = []
+    if not gpu_wins.empty:
+        top = gpu_wins.loc[gpu_wins["cost_ratio"].idxmax()]
+        extremes.append(
+            f"the GPU's widest lead is {_label(top)}, {times(top['cost_ratio'])} cheaper "
+            f"(US${number(top['gpu_usd_per_million'])} vs US${number(top['cpu_usd_per_million'])}"
+            " per million samples)"
+        )
+    if not cpu_wins.empty:
+        top = cpu_wins.loc[cpu_wins["cost_ratio"].idxmin()]
+        extremes.append(
+            f"the CPU's widest lead is {_label(top)}, {times(1 / top['cost_ratio'])} cheaper "
+            f"(US${number(top['cpu_usd_per_million'])} vs US${number(top['gpu_usd_per_million'])}"
+            " per million samples)"
+        )
+    joined = "; ".join(extremes)
+    out.append(f"{joined[:1].upper()}{joined[1:]}.")
+    fastest = labelled(best[best["pick"].astype(str).eq("fastest") & best["speedup"].notna()])
+    if not fastest.empty:
+        low = fastest.loc[fastest["speedup"].idxmin()]
+        high = fastest.loc[fastest["speedup"].idxmax()]
+        span = f"{times(low['speedup'])} ({_label(low)})"
+        if len(fastest) > 1:
+            span = f"from {span} to {times(high['speedup'])} ({_label(high)})"
+        out.append(f"Fastest GPU over fastest CPU configuration: {span}.")
+    cheap = paired.loc[paired["breakeven_gpu_usd_per_hour"].idxmin()]
+    dear = paired.loc[paired["breakeven_gpu_usd_per_hour"].idxmax()]
+    used = sorted({number(p) for p in paired.get("gpu_price_per_hour", []) if pd.notna(p)})
+    at = f" (the prices used charge US${' / '.join(used)} per GPU-hour)" if used else ""
+    out.append(
+        f"The GPU costs no more per sample than the CPU while its hourly price stays under the "
+        f"break-even column: from US${number(cheap['breakeven_gpu_usd_per_hour'])} "
+        f"({_label(cheap)}) to US${number(dear['breakeven_gpu_usd_per_hour'])} ({_label(dear)})"
+        f"{at}."
+    )
+    return out
+
+
+def _notes(value: Any) -> list[str]:
+    return [n.strip() for n in str(value).split(";") if n.strip()] if pd.notna(value) else []
+
+
+def common_notes(best: pd.DataFrame) -> list[str]:
+    """Notes every verdict row carries (said once under the table, not on each row)."""
+    rows = verdict_rows(best)
+    if rows.empty:
+        return []
+    each = [set(_notes(v)) for v in rows["note"]]
+    return sorted(set.intersection(*each))
+
+
+def _drop(note: str, common: list[str]) -> str:
+    return "; ".join(n for n in _notes(note) if n not in common)
+
+
+def _text(column: pd.Series, empty: str) -> pd.Series:
+    return column.astype("object").map(lambda v: empty if pd.isna(v) else str(v))
+
+
+def unpaired(rows: pd.DataFrame, why_no_gpu: str | None) -> list[str]:
+    """What the verdict can say when no row has both sides: which side is missing, and why."""
+    has = {side: rows.apply(_has, axis=1, side=side).any() for side in SIDES}
+    missing = [side.upper() for side in SIDES if not has[side]]
+    what = f"no {' and no '.join(missing)} cell ran ok" if missing else "no pair ran ok"
+    notes = sorted({n for v in rows["note"] for n in _notes(v)})
+    reason = f" ({'; '.join(notes)})" if notes else ""
+    out = [
+        f"No workload has both a CPU and a GPU cell: {what}{reason}, so this study gives no "
+        "CPU/GPU verdict; the table shows the best configuration each side had."
+    ]
+    if why_no_gpu and not has["gpu"]:
+        out.append(f"Why: {why_no_gpu}.")
+    for side in SIDES:
+        part = rows[rows[f"{side}_usd_per_million"].notna()]
+        if part.empty:
+            continue
+        low = part.loc[part[f"{side}_usd_per_million"].idxmin()]
+        high = part.loc[part[f"{side}_usd_per_million"].idxmax()]
+        out.append(
+            f"On the {side.upper()} a million samples cost from "
+            f"US${number(low[f'{side}_usd_per_million'])} ({_label(low)}) to "
+            f"US${number(high[f'{side}_usd_per_million'])} ({_label(high)})."
+        )
+    return out
+
+
+def display_table(best: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table as shown: one row per workload and mode (and machine, if several)."""
+    rows = verdict_rows(best)
+
+    def cheaper(row: pd.Series) -> str:
+        ratio = row["cost_ratio"]
+        if pd.isna(ratio):
+            return "—"
+        by = ratio if row["cheaper"] == "gpu" else 1 / ratio
+        return f"{str(row['cheaper']).upper()}, {times(by)}"
+
+    shown = pd.DataFrame(
+        {
+            "workload": rows["task"].astype(str),
+            "mode": rows["mode"].astype(str),
+            "cheaper, by": rows.apply(cheaper, axis=1),
+            "CPU US$ / M samples": rows["cpu_usd_per_million"].map(number),
+            "GPU US$ / M samples": rows["gpu_usd_per_million"].map(number),
+            "break-even GPU US$/h": rows["breakeven_gpu_usd_per_hour"].map(number),
+            "speedup": rows["speedup"].map(times),
+            "best CPU configuration": _text(rows["cpu_config"], "—"),
+            "CPU samples/s": rows["cpu_samples_per_s"].map(number),
+            "best GPU configuration": _text(rows["gpu_config"], "—"),
+            "GPU samples/s": rows["gpu_samples_per_s"].map(number),
+            "CPU J / sample": rows["cpu_joules_per_sample"].map(number),
+            "GPU J / sample": rows["gpu_joules_per_sample"].map(number),
+            "note": _text(rows["note"], "").map(lambda n: _drop(n, common_notes(best))),
+        }
+    )
+    if "model" in rows:
+        shown.insert(1, "model", _text(rows["model"], "—"))
+    if rows["code_version"].nunique(dropna=False) > 1:
+        shown["code version"] = _text(rows["code_version"], "—").to_numpy()
+    if rows["boot_id"].nunique(dropna=False) > 1:
+        shown["machine (boot id)"] = _text(rows["boot_id"], "—").str[:8].to_numpy()
+    return shown.reset_index(drop=True)
+
+
+def compact(shown: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The verdict table without columns that are empty in every row, and what they were."""
+    empty = [c for c in shown.columns if shown[c].isin(["—", ""]).all() and c != "workload"]
+    return shown.drop(columns=empty), [c for c in empty if c != "note"]
+
+
+def why_no_gpu(cells: pd.DataFrame) -> str | None:
+    """The recorded reasons the GPU cells did not run ok, or None where some ran ok."""
+    if cells.empty or "device" not in cells:
+        return None
+    gpu = cells[cells["device"].astype(str).isin(["cuda", "mps"])]
+    if gpu["status"].eq("ok").any():
+        return None
+    if gpu.empty:
+        return "the study's grid has no GPU cell"
+    reasons = sorted({f"{s}: {m}" for s, m in zip(gpu["status"], gpu["message"], strict=True)})
+    return f"{len(gpu)} GPU cells were {'; '.join(reasons)}"
