@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import driver, environment, limits
+from devicebench.engines import cell as cell_engines
 from devicebench.record import write_atomic
 from devicebench.tasks import get_task
 from devicebench.workloads import hook, workload
@@ -109,10 +110,15 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result["status"], result["message"] = "ok", ""
         return result
     backend, threads_reported = make_backend(settings, dataset)
+    backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
-    if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
+    if str(settings.get("engine", "inprocess")).startswith("spark"):  # scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset)
+    if cell_engines.needs_reference(settings):  # bf16, int8, engines: agreement with fp32
+        cell_engines.finish(
+            result, backend, settings, lambda p, loss: driver.score(settings, dataset, p, loss)
+        )
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
