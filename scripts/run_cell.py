@@ -23,8 +23,8 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
-from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.engines import MODEL_ENGINES  # noqa: E402
+from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
 from devicebench.tasks import TASKS, get_task  # noqa: E402
 

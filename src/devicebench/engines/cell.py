@@ -26,7 +26,7 @@ from devicebench.engines.base import Batch, EngineView, LoadOptions
 from devicebench.engines.cpu_features import cpu_features, format_note
 
 CALIBRATION_BATCHES = 8  # int8: training batches the quantizer calibrates on (at most)
-ATTENTION_WORDS = ("Attention", "LSTM", "GRU", "RNN", "Embedding")
+ATTENTION_WORDS = ("Attention", "LSTM", "GRU", "RNN")
 
 
 def view_of(backend: Any, engine: str) -> EngineView:
