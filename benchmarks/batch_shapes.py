@@ -6,7 +6,7 @@
 A scoring server with dynamic batching hands the model whatever batch size formed. On a GPU the
 first call at a new shape may pay for kernel selection and loading; this times, for each size in
 turn (after one warm-up at the largest), the first call and the median of the next `--repeats`.
-Needs torch and transformers (serving/models.py's classifiers, random weights).
+Needs torch and transformers (workloads/serve_image.py's classifiers, random weights).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from devicebench.serving.models import Classifier  # noqa: E402
+from devicebench.workloads.serve_image import Classifier  # noqa: E402
 
 
 def timed(model: Classifier, batch: np.ndarray) -> float:

@@ -62,8 +62,8 @@ def _timed(run, reps: int, sync) -> float:
 def measure(args: argparse.Namespace) -> list[dict]:
     import torch
 
-    import devicebench.tasks  # noqa: F401  (first: it registers the workload modules)
     from devicebench.data import prepare_dataset
+    from devicebench.limits import is_oom
     from devicebench.workloads import conll_ner
 
     if args.threads:
@@ -101,7 +101,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 )
                 status = "ok"
             except Exception as error:  # noqa: BLE001 - an OOM is a result here
-                if not backend.is_oom(error):
+                if not is_oom(error):
                     raise
                 train_s = infer_s = float("nan")
                 status = "oom"

@@ -122,9 +122,9 @@ def build(name: str, seq_len: int) -> tuple[Any, Any]:
 
         return Positional.make(model, ("pixel_values",)), inputs
     if name == "mnist-cnn":
-        from devicebench.frameworks.torch_models import build_model
+        from devicebench.workloads import get
 
-        model = build_model("mnist_cnn", "cnn", 0, outputs=10, lstm_kernel="cudnn").eval()
+        model = get("mnist_cnn").build_torch("cnn", 0, outputs=10, lstm_kernel="cudnn").eval()
 
         def inputs(n: int, seed: int) -> dict[str, np.ndarray]:
             rng = np.random.default_rng(seed)

@@ -30,9 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench import driver  # noqa: E402
 from devicebench.data import load_dataset, prepare_dataset  # noqa: E402
-from devicebench.frameworks.torch_backend import TorchBackend  # noqa: E402
-from devicebench.frameworks.torch_models import INPUT_SHAPES, build_model, make_optimizer  # noqa: E402
-from devicebench.tasks import get_task  # noqa: E402
+from devicebench.frameworks.torch_backend import TorchBackend, make_optimizer  # noqa: E402
+from devicebench.workloads import get  # noqa: E402
 
 
 def sync(device: torch.device) -> None:
@@ -44,13 +43,14 @@ def bare_loop(
     task: str, data, device: torch.device, batch: int, steps: int, reps: int, epochs: int
 ) -> float:
     """A hand-written training loop: the reference the harness is held to. Samples/s."""
-    spec = get_task(task)
+    workload = get(task)
+    spec = workload.spec
     x = torch.as_tensor(data.x_train, device=device).float().div_(255.0)
-    x = x.reshape(len(x), *INPUT_SHAPES[task]).contiguous()
+    x = x.reshape(len(x), *workload.input_shape).contiguous()
     y = torch.as_tensor(data.y_train, device=device).long()
     times = []
     for rep in range(reps + 1):  # the first pass warms up
-        model = build_model(task, spec.models[0], 1234).to(device)
+        model = workload.build_torch(spec.models[0], 1234).to(device)
         optimizer = make_optimizer(
             spec.optimizer, model.parameters(), spec.learning_rate, spec.optimizer_options
         )
@@ -75,7 +75,8 @@ def harness(
     task: str, data, device: torch.device, batch: int, steps: int, reps: int, epochs: int
 ) -> float:
     """The study's own path: TorchBackend driven by driver.run_train. Samples/s."""
-    spec = get_task(task)
+    workload = get(task)
+    spec = workload.spec
     settings = {
         "task": task,
         "model": spec.models[0],
@@ -90,8 +91,10 @@ def harness(
         "warmup_steps": 3,
         "noise_cov": 0.1,
     }
-    backend = TorchBackend(spec, settings, data)
-    return driver.run_train(backend, settings, data)["throughput"]["samples_per_s"]
+    backend = TorchBackend(workload, settings, data)
+    return driver.run_train(backend, settings, data, quality=workload.quality)["throughput"][
+        "samples_per_s"
+    ]
 
 
 def main() -> None:

@@ -42,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     from devicebench import driver
     from devicebench.data import load_dataset, prepare_dataset
     from devicebench.frameworks.torch_backend import TorchBackend
-    from devicebench.tasks import get_task
+    from devicebench.workloads import get
 
     threads = args.threads or psutil.cpu_count(logical=True)
     torch.set_num_threads(threads)
-    spec = get_task(args.task)
+    workload = get(args.task)
+    spec = workload.spec
     samples = args.batch_size * args.steps
     with tempfile.TemporaryDirectory() as tmp:
         prepare_dataset(
@@ -67,12 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         "noise_cov": 0.1,
         "learning_rate": spec.learning_rate,
     }
-    backend = TorchBackend(spec, settings, dataset)
+    backend = TorchBackend(workload, settings, dataset)
     rates: dict[bool, list[float]] = {True: [], False: []}
     samples_taken = []
     for _ in range(args.rounds):
         for sampled in (False, True):
-            result = driver.run_train(backend, settings | {"sample_utilization": sampled}, dataset)
+            run = settings | {"sample_utilization": sampled}
+            result = driver.run_train(backend, run, dataset, quality=workload.quality)
             rates[sampled].append(result["throughput"]["samples_per_s"])
             if sampled:
                 samples_taken.append(result["utilization"]["summary"]["samples"])

@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.data.jpeg_images import make_synthetic  # noqa: E402
 from devicebench.serving.clients import run_pool  # noqa: E402
-from devicebench.serving.models import Classifier  # noqa: E402
 from devicebench.serving.process import ServerProcess  # noqa: E402
 from devicebench.serving.ray_process import RayServeProcess  # noqa: E402
-from devicebench.serving.scoring import CLIENT_CONTENT_TYPES  # noqa: E402
+from devicebench.workloads import get  # noqa: E402
+from devicebench.workloads.serve_image import Classifier  # noqa: E402
 from devicebench.workloads.text_classify import MODELS as TEXT_MODELS  # noqa: E402
 
 
@@ -83,7 +83,7 @@ def text_case(args: argparse.Namespace, model_name: str, batch: int, seq_len: in
     """The sequence classifier, tokenized review batches, the review texts and the server's
     options (a WordPiece trained here on synthetic training reviews, as data preparation does)."""
     from devicebench.data.imdb import synthetic_reviews
-    from devicebench.serving.text_models import TextClassifier, decode_text, pad_longest
+    from devicebench.workloads.serve_text import TextClassifier, decode_text, pad_longest
     from devicebench.workloads.text_classify import train_tokenizer
 
     path = Path(tempfile.mkdtemp(prefix="serve-overhead-")) / "wordpiece.json"
@@ -128,7 +128,7 @@ def run_case(args: argparse.Namespace, model_name: str, batch: int, size: int) -
     """Rounds alternate in-process and server, so both sides see the same machine state."""
     text = model_name in TEXT_MODELS
     case = (text_case if text else image_case)(args, model_name, batch, size)
-    payloads, kind = case["payloads"], CLIENT_CONTENT_TYPES[case["server"]["task"]]
+    payloads, kind = case["payloads"], get(case["server"]["task"]).client_content_type
     clients = args.clients or 2 * batch
     local, served, errors, p99 = [], [], 0, []
     processes = args.client_processes

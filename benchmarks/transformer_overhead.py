@@ -36,9 +36,13 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench import driver  # noqa: E402
-from devicebench.tasks import get_task  # noqa: E402
-from devicebench.workloads import cifar10_finetune, text_classify  # noqa: E402
-from devicebench.workloads.transformer_backend import DTYPES, set_matmul_precision  # noqa: E402
+from devicebench.frameworks.torch_device import autocast_dtype  # noqa: E402
+from devicebench.frameworks.transformer_backend import set_matmul_precision  # noqa: E402
+from devicebench.workloads import (  # noqa: E402
+    cifar10_finetune,
+    get,  # noqa: E402
+    text_classify,
+)
 
 
 class Synthetic:
@@ -46,7 +50,7 @@ class Synthetic:
 
     def __init__(self, task: str, train: int, test: int, seq_len: int) -> None:
         rng = np.random.default_rng(0)
-        self.task, self.num_classes = task, get_task(task).num_classes
+        self.task, self.num_classes = task, get(task).spec.num_classes
         if task == "text_classify":
             self.splits = {
                 split: {
@@ -73,8 +77,8 @@ def sync(device: torch.device) -> None:
 def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, reps: int) -> float:
     """A hand-written loop of the same model, optimizer and precision. Samples/s."""
     task, model_name, batch = case["task"], case["model"], case["batch"]
-    spec = get_task(task)
-    dtype = DTYPES[case["precision"]]
+    spec = get(task).spec
+    dtype = autocast_dtype(case["precision"])
     set_matmul_precision(case["precision"])
     if task == "text_classify":
         train = {k: torch.as_tensor(v, device=device) for k, v in data.splits["train"].items()}
@@ -129,7 +133,8 @@ def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, rep
 
 def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps: int) -> float:
     """The study's path: the workload's backend driven by driver.run_train. Samples/s."""
-    spec = get_task(case["task"])
+    workload = get(case["task"])
+    spec = workload.spec
     settings = {
         "task": case["task"],
         "model": case["model"],
@@ -148,14 +153,14 @@ def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps:
         "seq_len": case.get("seq_len", 128),
         "image_size": "native",
     }
-    module = text_classify if case["task"] == "text_classify" else cifar10_finetune
-    backend = module.make_backend(spec, settings, data.dataset)
+    backend = workload.make_backend(settings, data.dataset)
     layout_given = (
         "channels_last" in case
     )  # the overhead cases fix it; speedup cases take the backend's
     if layout_given and case["channels_last"] != backend.channels_last and device.type == "cuda":
         raise RuntimeError(f"{case['model']}: the harness and the bare loop differ in layout")
-    return driver.run_train(backend, settings, data.dataset)["throughput"]["samples_per_s"]
+    result = driver.run_train(backend, settings, data.dataset, quality=workload.quality)
+    return result["throughput"]["samples_per_s"]
 
 
 def overhead(cases: list[dict], device: torch.device, args) -> list[dict]:

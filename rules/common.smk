@@ -17,7 +17,7 @@ SRC = Path(workflow.basedir) / "src" / "devicebench"
 from devicebench.config import ConfigError, check_config, combine_configs
 from devicebench.devices import host_cores
 from devicebench.grid import expand_grid
-from devicebench.tasks import TASKS
+from devicebench.workloads import specs
 
 DEFAULT_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
 
@@ -95,7 +95,6 @@ REPORT_CODE = [
     *sorted(str(p) for p in (SRC / "report").glob("*.py")),
 ]
 SLURM = {"mem_mb": 16000, "exclusive": False} | STUDY.get("slurm", {})
-DATASETS = {TASKS[task].dataset for task in STUDY["tasks"]}
 
 
 def dataset_settings(name):

@@ -39,12 +39,10 @@ from devicebench.data import (  # noqa: E402
 
 
 def workload_preparers(dataset: str) -> list:
-    """The `prepare_data` hooks of the workloads that read `dataset` (devicebench.workloads)."""
-    from devicebench.tasks import TASKS
-    from devicebench.workloads import hook
+    """The `prepare_data` of the workloads that read `dataset` (devicebench.workloads)."""
+    from devicebench.workloads import get, specs
 
-    found = [hook(t, "prepare_data") for t, spec in TASKS.items() if spec.dataset == dataset]
-    return [prepare for prepare in found if prepare is not None]
+    return [get(t).prepare_data for t, spec in specs().items() if spec.dataset == dataset]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -26,13 +26,13 @@ from devicebench.devices import host_cores  # noqa: E402
 from devicebench.engines import MODEL_ENGINES  # noqa: E402
 from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
-from devicebench.tasks import TASKS, get_task  # noqa: E402
+from devicebench.workloads import NAMES, get  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     axes = parser.add_argument_group("cell axes")
-    axes.add_argument("--task", required=True, choices=sorted(TASKS))
+    axes.add_argument("--task", required=True, choices=sorted(NAMES))
     axes.add_argument("--model", help="model of the task (default: the task's first model)")
     axes.add_argument("--framework", default="torch")
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
@@ -125,7 +125,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if (args.weights == "pretrained") != bool(args.pretrained):
         parser.error("--weights pretrained and --pretrained FOLDER_OR_HUB_ID go together")
     if args.pretrained:
-        from devicebench.workloads.pretrained import MissingWeights, locate
+        from devicebench.frameworks.pretrained import MissingWeights, locate
 
         try:
             locate(args.model or args.task, args.pretrained)
@@ -168,7 +168,7 @@ def default_data(dataset: str, seed: int) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    spec = get_task(args.task)
+    spec = get(args.task).spec
     threads = args.threads if args.threads == "all" else int(args.threads)
     values = {
         "task": args.task,

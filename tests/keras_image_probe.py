@@ -19,7 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from devicebench.workloads import cifar10_finetune
-from devicebench.workloads.keras_image import APPLICATIONS, KerasImageBackend, build_model
+from devicebench.workloads.cifar10_finetune.keras_port import (
+    APPLICATIONS,
+    KerasImageBackend,
+    build_model,
+)
 
 # (model, precision, compile, image side): each port once, the precisions and a resize among them
 CASES = [
@@ -92,7 +96,9 @@ def _case(framework: str, model: str, precision: str, compile_: str, side: int) 
 def _full_size(model: str) -> dict:
     import keras
 
-    net = build_model(model, 0, 224, classes=1000)
+    net = build_model(
+        model, 0, 224, classes=1000, mean=cifar10_finetune.MEAN, std=cifar10_finetune.STD
+    )
     conv_biases = sum(
         int(np.prod(layer.bias.shape))
         for layer in net.layers[-1]._flatten_layers()

@@ -11,10 +11,17 @@ import pytest
 
 from devicebench.aggregate import analysis
 from devicebench.aggregate.timelines import top_ops_side_by_side
-from devicebench.flops import flops_per_sample, lstm_flops
+from devicebench.flops import lstm_flops
 from devicebench.peaks import device_peak
 from devicebench.report import findings
 from devicebench.sampler import Sampler
+from devicebench.workloads import get
+
+
+def flops_per_sample(task: str, model: str, mode: str) -> float:
+    """The classic workload's count of one sample (its torch twin, torch.utils.flop_counter)."""
+    return get(task).flops_per_sample({"task": task, "model": model}, mode)
+
 
 PRICES = {
     "cpu": {"per_vcpu_hour": 0.05},

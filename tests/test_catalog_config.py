@@ -11,7 +11,7 @@ from workflow import planned_jobs
 from devicebench.config import ConfigError, check_config, load_config
 from devicebench.frameworks import FRAMEWORKS
 from devicebench.grid import expand_grid
-from devicebench.tasks import TASKS
+from devicebench.workloads import NAMES
 
 
 def _study_cells():
@@ -30,7 +30,7 @@ def test_full_study_dry_run_lists_every_cell(tmp_path):
 
 def test_full_study_covers_the_catalog():
     cells = [cell.values for cell in _study_cells()]
-    assert {c["task"] for c in cells} == set(TASKS)
+    assert {c["task"] for c in cells} == set(NAMES)
     assert {c["framework"] for c in cells} == set(FRAMEWORKS)
     assert {c["threads"] for c in cells if c["device"] == "cpu"} == {1, 2, 4, 8, 16, "all"}
     kernels = {c["lstm_kernel"] for c in cells if c["task"] == "imdb_bilstm"}

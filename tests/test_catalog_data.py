@@ -20,8 +20,7 @@ from devicebench.data import (
     sha256_file,
 )
 from devicebench.data.cifar10 import CifarFormatError, read_archive
-from devicebench.tasks import TASKS
-from devicebench.tasks.inputs import task_arrays
+from devicebench.workloads import get
 
 
 def _tar(path: Path, members: dict[str, bytes]) -> Path:
@@ -192,10 +191,11 @@ def test_fasttext_inputs_add_hashed_bigrams(tmp_path):
     data = load_dataset(
         prepare_dataset("imdb", "synthetic", tmp_path, train_samples=16, test_samples=4, seed=1)
     )
-    spec = TASKS["imdb_fasttext"]
-    arrays = task_arrays(spec, data)
+    workload = get("imdb_fasttext")
+    spec = workload.spec
+    arrays = workload.arrays(data)
     vocab = int(spec.option("vocab_size"))
     assert arrays.x_train.shape == (16, 400) and arrays.outputs == 1
     assert (arrays.x_train >= vocab).any()  # bigram features follow the words
     assert arrays.x_train.max() < vocab + int(spec.option("bigram_buckets"))
-    assert task_arrays(TASKS["imdb_bilstm"], data).x_train.shape == (16, 100)
+    assert get("imdb_bilstm").arrays(data).x_train.shape == (16, 100)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-import devicebench.tasks  # noqa: F401  (registers the workloads first)
 from devicebench.data import conll, prepare_dataset
-from devicebench.workloads import conll_ner, ner_models
+from devicebench.workloads import conll_ner
+from devicebench.workloads.conll_ner import models as ner_models
 
 BASE = {"framework": "torch", "device": "cpu", "precision": "fp32", "seed": 3, "batch_size": 8}
 

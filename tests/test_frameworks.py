@@ -13,7 +13,7 @@ from conftest import REPO
 from devicebench.cell import _worker_env
 from devicebench.data import prepare_dataset
 from devicebench.frameworks import FRAMEWORKS
-from devicebench.tasks import TASKS
+from devicebench.workloads import specs
 
 SIZES = {"mnist": (1024, 256), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}
 
@@ -62,7 +62,7 @@ def test_parameter_counts_match_across_frameworks(probes):
 def test_every_framework_learns_every_task_above_chance(probes):
     for framework, tasks in probes.items():
         for task, result in tasks.items():
-            spec = TASKS[task]
+            spec = specs()[task]
             classes = {"binary_text": 2, "next_char": 57}.get(spec.kind, spec.num_classes)
             chance = 1.0 / classes  # a uniform random guess
             sigma = (chance * (1 - chance) / result["test_samples"]) ** 0.5

@@ -16,7 +16,7 @@ from conftest import REPO
 from devicebench.cell import _worker_env
 from devicebench.data import prepare_dataset
 from devicebench.workloads import cifar10_finetune, conll_ner, text_classify
-from devicebench.workloads.keras_image import APPLICATIONS
+from devicebench.workloads.cifar10_finetune.keras_port import APPLICATIONS
 
 BACKENDS = ("keras-torch", "keras-tensorflow")
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from devicebench.workloads.ner_metrics import entity_scores
+from devicebench.workloads.conll_ner.metrics import entity_scores
 
 
 def test_known_answer_micro_macro_and_token_accuracy():

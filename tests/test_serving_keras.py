@@ -10,7 +10,7 @@ import textwrap
 PROBE = textwrap.dedent("""
     import numpy as np
     import torch
-    from devicebench.serving.models import Classifier
+    from devicebench.workloads.serve_image import Classifier
 
     classifier = Classifier("keras-torch", "mobilenetv2", 32, "cpu", "fp32")
     saved = []

@@ -1,4 +1,4 @@
-"""The uvicorn engine's replicas for real (N server processes on one port, workers.py) and the
+"""The uvicorn engine's replicas for real (N server processes on one port, supervisor.py) and the
 batch buckets (scoring.py): every replica answers, their counts add up in one table, a killed
 replica is started again while the others serve, no replica outlives its supervisor, and padded
 batches score exactly as the samples alone."""

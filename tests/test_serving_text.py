@@ -18,8 +18,8 @@ from devicebench.data import prepare_dataset
 from devicebench.serving import loadgen
 from devicebench.serving.clients import run_pool
 from devicebench.serving.process import ServerProcess
-from devicebench.serving.text_models import BadText, decode_text, pad_longest
 from devicebench.workloads import serve_text, text_classify
+from devicebench.workloads.serve_text import BadText, decode_text, pad_longest
 
 TEXT = {"content-type": "text/plain; charset=utf-8"}
 SEQ_LEN = 32

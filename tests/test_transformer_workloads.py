@@ -4,16 +4,17 @@ train and infer on the CPU, the tokenizer, bad-input errors and the contract hoo
 from __future__ import annotations
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
 import torch
 
 from devicebench.config import ConfigError, check_config
-from devicebench.flops import model_flops
-from devicebench.tasks import TASKS, get_task
-from devicebench.workloads import MODULES, cifar10_finetune, text_classify, workload
-from devicebench.workloads.transformer_backend import TransformerBackend
+from devicebench.frameworks.transformer_backend import TransformerBackend
+from devicebench.workloads import cifar10_finetune, get, model_flops, specs, text_classify
+
+MODULES = ("text_classify", "cifar10_finetune", "conll_ner", "serve_text")
 
 # Published parameter counts (millions; ImageNet models with their 1000-class head): BERT-base
 # 110, RoBERTa-base 125, DistilBERT 66, TinyBERT-4L-312 14.5, MiniLM-L12-H384 33,
@@ -60,8 +61,8 @@ def _millions(model: torch.nn.Module) -> float:
 
 def test_the_registry_adds_every_workload_to_the_tasks():
     for name in MODULES:
-        assert get_task(name) is workload(name).SPEC
-    assert {"seq_len", "compile"} <= set(TASKS["text_classify"].axes)
+        assert get(name).spec is importlib.import_module(f"devicebench.workloads.{name}").SPEC
+    assert {"seq_len", "compile"} <= set(specs()["text_classify"].axes)
     assert set(PUBLISHED_TEXT) == set(text_classify.MODELS)
     assert set(PUBLISHED_IMAGE) | {"vit-tiny"} == set(cifar10_finetune.MODELS)
 
@@ -233,10 +234,10 @@ def test_bad_transformer_settings_fail_at_config_check(tiny_config, task, settin
 def test_keras_cells_without_a_port_are_skipped_with_a_reason():
     # cifar10_finetune's ConvNeXt-T/S and ResNet-50 have Keras ports (tests/test_keras_image.py)
     for name in MODULES:
-        model = get_task(name).models[-1]
-        reason = workload(name).skip_reason({"framework": "keras-torch", "model": model})
+        model = get(name).spec.models[-1]
+        reason = get(name).skip_reason({"framework": "keras-torch", "model": model})
         assert "no Keras port" in reason and "keras-hub" in reason
-        assert workload(name).skip_reason({"framework": "torch", "model": model}) is None
+        assert get(name).skip_reason({"framework": "torch", "model": model}) is None
 
 
 def test_flops_are_counted_at_the_cells_axes():

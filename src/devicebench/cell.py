@@ -23,11 +23,10 @@ from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.grid import Cell
+from devicebench.processes import REPO, die_with_parent
 from devicebench.record import new_record, read_record, write_atomic
 from devicebench.threads import thread_environment
-from devicebench.workloads import hook
-
-REPO = Path(__file__).resolve().parents[2]
+from devicebench.workloads import get
 
 
 def code_version() -> str:
@@ -64,19 +63,6 @@ def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str
     if device == "cuda":
         env.setdefault("CUDA_VISIBLE_DEVICES", "0")
     return env
-
-
-def _die_with_parent() -> None:
-    """In the worker, before exec: SIGKILL me when the runner dies, even by SIGKILL.
-
-    The worker has its own session (so a timeout can kill its whole group); without this, a
-    killed runner would leave it measuring on, disturbing the next cell's timings.
-    """
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 class Orphaned(RuntimeError):
@@ -129,7 +115,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             command = launch.torchrun_command(settings_path, result_path, world)
             env = launch.distributed_env(env, settings)
         process = subprocess.Popen(
-            command, env=env, start_new_session=True, preexec_fn=_die_with_parent
+            command, env=env, start_new_session=True, preexec_fn=die_with_parent
         )
         try:
             returncode = _wait(process, timeout_s, watched_ancestors())
@@ -201,8 +187,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         skip = skip_reason(settings)
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
-    if not skip and (reason := hook(settings["task"], "skip_reason")):
-        skip = reason(settings)  # e.g. no Keras architecture for this model
+    if not skip:
+        skip = get(settings["task"]).skip_reason(settings)  # e.g. no Keras architecture
     if skip:
         record["status"] = "skipped"
         record["message"] = skip

@@ -15,8 +15,8 @@ from typing import Any
 
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
-from devicebench.tasks import TASKS, axis_key
-from devicebench.workloads import hook
+from devicebench.workloads import get, specs
+from devicebench.workloads.base import axis_key
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
@@ -90,6 +90,7 @@ def _normalise_devices(devices: Any) -> dict[str, Any]:
 
 
 def _check_names(study: dict[str, Any]) -> None:
+    TASKS = specs()  # noqa: N806 - the registry's specs by name
     for index, framework in enumerate(study["frameworks"]):
         if framework not in FRAMEWORKS:
             raise ConfigError(
@@ -122,12 +123,10 @@ def _check_names(study: dict[str, Any]) -> None:
                     f"{task}; known: {', '.join(TASKS[task].models)}"
                 )
         _check_weights(task, settings)
-        validate = hook(task, "validate")
-        if validate is not None:
-            try:
-                validate(settings)
-            except ValueError as error:
-                raise ConfigError(f"config key tasks.{task}.{error}") from None
+        try:
+            get(task).validate(settings)
+        except ValueError as error:
+            raise ConfigError(f"config key tasks.{task}.{error}") from None
     known = sorted({spec.dataset for spec in TASKS.values()})
     for name, settings in study.get("datasets", {}).items():
         if name not in known:
@@ -140,8 +139,9 @@ def _check_names(study: dict[str, Any]) -> None:
 
 def _check_weights(task: str, settings: dict[str, Any]) -> None:
     """`weights: pretrained` needs a local copy of every model of the task, found now."""
-    from devicebench.workloads.pretrained import MissingWeights, locate
+    from devicebench.frameworks.pretrained import MissingWeights, locate
 
+    TASKS = specs()  # noqa: N806 - the registry's specs by name
     sources = settings.get("pretrained", {})
     for model in sources:
         if model not in TASKS[task].models:
@@ -151,8 +151,8 @@ def _check_weights(task: str, settings: dict[str, Any]) -> None:
             )
     if settings.get("weights", "random") != "pretrained":
         return
-    if hook(task, "PRETRAINED_CLASS") is None:
-        able = [t for t in TASKS if hook(t, "PRETRAINED_CLASS")]
+    if get(task).pretrained_class is None:
+        able = [t for t in TASKS if get(t).pretrained_class]
         raise ConfigError(
             f"config key tasks.{task}.weights: task {task} has no pretrained weights (its models "
             f"are built here with random weights); tasks with them: {', '.join(able)}"
@@ -164,7 +164,7 @@ def _check_weights(task: str, settings: dict[str, Any]) -> None:
                 f"pretrained); give pretrained: {{{model}: <save_pretrained folder or hub id>}}"
             )
         try:
-            locate(model, sources[model], tokenizer=bool(hook(task, "PRETRAINED_TOKENIZER")))
+            locate(model, sources[model], tokenizer=get(task).pretrained_tokenizer)
         except MissingWeights as error:
             raise ConfigError(f"config key tasks.{task}.pretrained.{model}: {error}") from None
 
@@ -174,7 +174,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
         keys = ["models", "frameworks", "batch_sizes", "precisions", "engines"]
-        keys += [axis_key(a) for a in TASKS[task].axes]
+        keys += [axis_key(a) for a in specs()[task].axes]
         for key in keys:
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])
     for key, values in lists.items():

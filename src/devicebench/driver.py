@@ -6,19 +6,19 @@ clock, so each framework is timed the same way.
 
 from __future__ import annotations
 
-import math
 import resource
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
 
-from devicebench.metrics import classification_scores
 from devicebench.sampler import Sampler
-from devicebench.tasks import get_task
 from devicebench.timing import latency_percentiles, summarize
-from devicebench.workloads import hook
+
+# The workload's scorer: (dataset, predicted, mean loss) -> the record's quality section.
+Quality = Callable[[Any, np.ndarray, float], dict[str, float]]
 
 
 class Backend(Protocol):
@@ -76,7 +76,9 @@ def _min_window(settings: dict[str, Any]) -> float:
     return float(settings.get("min_repetition_s", 0.0))
 
 
-def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+def run_train(
+    backend: Backend, settings: dict[str, Any], dataset: Any, *, quality: Quality
+) -> dict[str, Any]:
     """Train from the same initial weights `repetitions` times; time every epoch.
 
     A pass is one training run of `epochs` epochs. Each repetition repeats its pass, training on,
@@ -133,16 +135,16 @@ def run_train(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         samples,
         timed_start,
         timed_end,
-        dataset,
-        predicted,
-        loss,
+        quality(dataset, predicted, loss),
         epoch_s=epoch_times,
         steps_per_epoch=steps,
     )
     return result | {"utilization": utilization}
 
 
-def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+def run_infer(
+    backend: Backend, settings: dict[str, Any], dataset: Any, *, quality: Quality
+) -> dict[str, Any]:
     """Train once (untimed) so predictions mean something, then time batched inference passes."""
     batch, seed = int(settings["batch_size"]), int(settings["seed"])
     train_steps = _steps(backend.train_samples, batch, settings.get("steps_per_epoch"), "training")
@@ -191,9 +193,7 @@ def run_infer(backend: Backend, settings: dict[str, Any], dataset: Any) -> dict[
         steps * batch,
         timed_start,
         timed_end,
-        dataset,
-        predicted,
-        loss,
+        quality(dataset, predicted, loss),
     )
     return result | {"utilization": utilization}
 
@@ -202,19 +202,6 @@ def _sampler(settings: dict[str, Any]) -> Sampler:
     """The utilization sampler (a separate process) around the timed section only."""
     enabled = bool(settings.get("sample_utilization", True))
     return Sampler(str(settings["device"]), enabled=enabled).start()
-
-
-def score(settings: dict[str, Any], dataset: Any, predicted: np.ndarray, loss: float) -> dict:
-    """The quality section of `predicted`: the workload's own scorer, else classification."""
-    scorer = hook(settings["task"], "quality")
-    if scorer is not None:
-        quality = dict(scorer(dataset, predicted, loss))
-    else:
-        quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
-        quality["loss"] = loss
-    if get_task(settings["task"]).kind == "next_char":
-        quality["perplexity"] = math.exp(min(loss, 700.0))  # next-char accuracy is `accuracy`
-    return quality
 
 
 def _result(
@@ -226,9 +213,7 @@ def _result(
     samples: int,
     timed_start: float,
     timed_end: float,
-    dataset: Any,
-    predicted: np.ndarray,
-    loss: float,
+    quality: dict[str, float],
     **extra: Any,
 ) -> dict[str, Any]:
     per_pass = [window / count for window, count in zip(windows, passes, strict=True)]
@@ -243,14 +228,13 @@ def _result(
         timed_end=timed_end,
     )
     timings.update(extra)
-    quality = score(settings, dataset, predicted, loss)
     return {
         "timings": timings,
         "throughput": {
             "samples_per_s": samples / summary["median_s"],
             "samples_per_pass": samples,
         },
-        "quality": quality,
+        "quality": dict(quality),
         "memory": {
             "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "peak_device_mb": backend.peak_device_memory_mb(),

@@ -16,8 +16,9 @@ from typing import Any
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
 from devicebench.engines import MODEL_ENGINES
-from devicebench.tasks import TASKS, axis_key
-from devicebench.workloads.pretrained import cell_weights
+from devicebench.frameworks.pretrained import cell_weights
+from devicebench.workloads import specs
+from devicebench.workloads.base import axis_key
 
 AXES: tuple[str, ...] = (
     "task",
@@ -136,7 +137,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
     cells = []
     devices = device_entries(study["devices"])
     for task, settings in study["tasks"].items():
-        spec = TASKS[task]
+        spec = specs()[task]
         models = settings.get("models", list(spec.models))
         batch_sizes = settings.get("batch_sizes", study["batch_sizes"])
         run = {

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
+
+from devicebench.atomic import atomic_path
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "oom", "timeout", "error", "skipped")
@@ -63,19 +63,11 @@ def write_atomic(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Write `record` as JSON to `path` so that `path` is never seen half-written."""
     if record.get("status") not in STATUSES:
         raise ValueError(f"record status must be one of {STATUSES}, got {record.get('status')!r}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(record, handle, indent=2, sort_keys=False, default=_jsonable)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w") as handle:
+        json.dump(record, handle, indent=2, sort_keys=False, default=_jsonable)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:

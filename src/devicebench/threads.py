@@ -43,3 +43,10 @@ def apply_torch_threads(threads: int) -> int:
 
     torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def apply_framework_threads(framework: str, threads: int) -> dict[str, int]:
+    """The cell framework's thread settings, applied before it runs any op; what it reports."""
+    if framework == "keras-tensorflow":
+        return apply_tensorflow_threads(threads)
+    return {"torch_num_threads": apply_torch_threads(threads)}

@@ -16,68 +16,16 @@ from typing import Any
 from devicebench import driver, environment, limits
 from devicebench.engines import cell as cell_engines
 from devicebench.record import write_atomic
-from devicebench.tasks import get_task
-from devicebench.workloads import hook, workload
+from devicebench.workloads import get
+from devicebench.workloads.base import Workload
 
 
-def make_backend(settings: dict[str, Any], dataset: Any):
-    """The framework backend named by the cell: the workload module's first, if it has one."""
-    spec = get_task(settings["task"])
-    framework = settings["framework"]
-    module = workload(settings["task"])
-    if module is not None:
-        threads = _apply_threads(settings)  # before the backend runs any op
-        return module.make_backend(spec, settings, dataset), threads
-    if framework == "torch":
-        from devicebench.threads import apply_torch_threads
+def make_backend(workload: Workload, settings: dict[str, Any], dataset: Any):
+    """The cell's backend, with its framework's thread settings applied before it runs any op."""
+    from devicebench.threads import apply_framework_threads
 
-        if int(settings.get("gpus", 1)) > 1:  # a rank of a data-parallel cell
-            from devicebench.distributed.backend import DDPTorchBackend as TorchBackend
-        else:
-            from devicebench.frameworks.torch_backend import TorchBackend
-
-        reported = apply_torch_threads(int(settings["threads_resolved"]))
-        return TorchBackend(spec, settings, dataset), {"torch_num_threads": reported}
-    if framework in ("keras-tensorflow", "keras-torch"):
-        from devicebench.threads import apply_tensorflow_threads, apply_torch_threads
-
-        threads = int(settings["threads_resolved"])
-        if framework == "keras-tensorflow":
-            reported: dict = apply_tensorflow_threads(threads)  # before keras runs any op
-        else:
-            reported = {"torch_num_threads": apply_torch_threads(threads)}
-        from devicebench.frameworks.keras_backend import KerasBackend
-
-        backend = KerasBackend(spec, settings, dataset)
-        expected = framework.removeprefix("keras-")
-        if backend.kind != expected:
-            raise RuntimeError(f"keras runs on {backend.kind}, not {expected}: KERAS_BACKEND?")
-        return backend, reported
-    raise ValueError(f"unknown framework {framework!r}")
-
-
-def _apply_threads(settings: dict[str, Any]) -> dict[str, Any]:
-    """Thread settings of the cell's framework, applied before a workload builds its backend."""
-    from devicebench.threads import apply_tensorflow_threads, apply_torch_threads
-
-    threads = int(settings["threads_resolved"])
-    if settings["framework"] == "keras-tensorflow":
-        return apply_tensorflow_threads(threads)
-    return {"torch_num_threads": apply_torch_threads(threads)}
-
-
-def load_data(settings: dict[str, Any]) -> Any:
-    """The cell's data: the workload's own loader where it has one, else the dataset registry's."""
-    loader = hook(settings["task"], "load_data")
-    if loader is not None:
-        return loader(settings)
-    from devicebench.data import load_dataset
-
-    return load_dataset(
-        settings["data"],
-        train_samples=settings.get("train_samples"),
-        test_samples=settings.get("test_samples"),
-    )
+    threads = apply_framework_threads(settings["framework"], int(settings["threads_resolved"]))
+    return workload.make_backend(settings, dataset), threads
 
 
 def set_determinism(settings: dict[str, Any]) -> bool:
@@ -99,7 +47,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
     deterministic = set_determinism(settings)  # first: it imports more of the framework
     cap = limits.apply_memory_limit(settings)
-    dataset = load_data(settings)
+    workload = get(settings["task"])
+    dataset = workload.load_data(settings)
     if settings["mode"] == "serve":  # the model lives in the server process the cell starts
         from devicebench.serving.cell import run_serve
 
@@ -109,15 +58,15 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         result["status"], result["message"] = "ok", ""
         return result
-    backend, threads_reported = make_backend(settings, dataset)
+    backend, threads_reported = make_backend(workload, settings, dataset)
     backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if str(settings.get("engine", "inprocess")).startswith("spark"):  # scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
-    result = run(backend, settings, dataset)
+    result = run(backend, settings, dataset, quality=workload.quality)
     if cell_engines.needs_reference(settings):  # bf16, int8, engines: agreement with fp32
         cell_engines.finish(
-            result, backend, settings, lambda p, loss: driver.score(settings, dataset, p, loss)
+            result, backend, settings, lambda p, loss: workload.quality(dataset, p, loss)
         )
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
@@ -125,7 +74,7 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway (importing it
     # into a TensorFlow cell would cost seconds; the aggregate counts those), and the profiler.
     if "torch" in sys.modules:
-        from devicebench.flops import model_flops
+        from devicebench.workloads import model_flops
 
         result["model"].update(model_flops(settings["task"], settings["model"], settings))
     if settings.get("profile") and settings["framework"] == "torch":

@@ -238,7 +238,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     mode = "train" if row.get("mode") == "train" else "infer"
     flops = _get(_section(record, "model"), f"flops_per_sample_{mode}")
     if _missing(flops) and record.get("status") == "ok":
-        from devicebench.flops import model_flops
+        from devicebench.workloads import model_flops
 
         counted = model_flops(str(row.get("task")), str(row.get("model")), dict(row))
         flops = _get(counted, f"flops_per_sample_{mode}")

@@ -34,6 +34,13 @@ SERVING_COLUMNS = [
 ]  # fmt: skip
 
 
+def _scores_images(task: Any) -> bool:
+    """Whether a serve task's requests are images (its pool counts images_per_s too)."""
+    from devicebench.workloads import NAMES, get
+
+    return task in NAMES and get(task).client_content_type.startswith("image/")
+
+
 def _batch_stats(sizes: dict[str, int]) -> tuple[float, float]:
     """Mean images per formed batch and the largest batch formed."""
     if not sizes:
@@ -77,7 +84,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         "requests": pool.get("requests"),
         "requests_per_s": rate,
         "samples_per_s": pool.get("samples_per_s", pool.get("images_per_s")),
-        "images_per_s": pool.get("images_per_s") if axes.get("task") == "serve_image" else None,
+        "images_per_s": pool.get("images_per_s") if _scores_images(axes.get("task")) else None,
         **{f"{p}_ms": latency.get(p) for p in ("p50", "p90", "p99", "max")},
         "errors": pool.get("errors"),
         "error_rate": pool.get("error_rate"),

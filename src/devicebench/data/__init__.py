@@ -9,13 +9,13 @@ parser serves both sources and the real-format parser is exercised even offline.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from devicebench.atomic import atomic_path
 
 from . import cifar10, conll, imdb, jpeg_images, nietzsche, synthetic
 from .catalog import DATASETS, DatasetSpec, FileSpec
@@ -109,11 +109,9 @@ def _write_synthetic(spec: DatasetSpec, out: Path, n_train: int, n_test: int, se
 
 
 def _write_manifest(path: Path, manifest: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
-    os.replace(tmp, path)
 
 
 def prepare_dataset(

@@ -8,12 +8,12 @@ message that says which file, what was expected, what was found and how to recov
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from devicebench.atomic import atomic_path
 
 _CHUNK = 1 << 20
 
@@ -74,14 +74,8 @@ def copy_verified(
     hint = f"Replace {src} with the original, unmodified file and prepare again."
     verify_file(src, expected_sha256, hint=hint, algorithm=algorithm)
     if not dest.exists() or not src.samefile(dest):
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        with atomic_path(dest) as tmp:
             shutil.copyfile(src, tmp)
-            os.replace(tmp, dest)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
     verify_file(dest, expected_sha256, algorithm=algorithm)
     return dest
 
@@ -102,11 +96,8 @@ def fetch_verified(
     dest = Path(dest)
     if dest.is_file() and sha256_file(dest, algorithm) == expected_sha256.lower():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(dest) as tmp:
+        with open(tmp, "wb") as out:
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as resp:
                     shutil.copyfileobj(resp, out, _CHUNK)
@@ -123,7 +114,4 @@ def fetch_verified(
                 "The download was incomplete or the mirror serves a different file; nothing "
                 "was kept. Try again later or fetch it elsewhere and use source 'path'."
             )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest

@@ -10,13 +10,13 @@ dimension, then the data in C order, big-endian. A file whose name ends in ``.gz
 from __future__ import annotations
 
 import gzip
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from devicebench.atomic import atomic_path
 
 # IDX dtype code -> big-endian numpy dtype (from the format's description on the MNIST page).
 DTYPES: dict[int, np.dtype] = {
@@ -122,19 +122,12 @@ def write_idx(path: str | Path, array: np.ndarray, *, compresslevel: int = 6) ->
     """
     path = Path(path)
     payload = encode_idx(array)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if path.suffix == ".gz":
-                with gzip.GzipFile(
-                    filename="", mode="wb", fileobj=raw, compresslevel=compresslevel, mtime=0
-                ) as gz:
-                    gz.write(payload)
-            else:
-                raw.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as raw:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, compresslevel=compresslevel, mtime=0
+            ) as gz:
+                gz.write(payload)
+        else:
+            raw.write(payload)
     return path

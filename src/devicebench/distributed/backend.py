@@ -17,15 +17,14 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from devicebench.frameworks.torch_backend import TorchBackend
-from devicebench.tasks import TaskSpec
 
 
 class DDPTorchBackend(TorchBackend):
     """TorchBackend over the process group that devicebench.distributed.rank set up."""
 
-    def __init__(self, spec: TaskSpec, settings: dict[str, Any], dataset: Any) -> None:
+    def __init__(self, workload: Any, settings: dict[str, Any], dataset: Any) -> None:
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        super().__init__(spec, settings, dataset)
+        super().__init__(workload, settings, dataset)
         self.module: torch.nn.Module | None = None
         self.fit_loop = (
             f"{TorchBackend.fit_loop}; DistributedDataParallel over {self.world} ranks "

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import environment, limits
-from devicebench.cell import _die_with_parent
 from devicebench.distributed.launch import rank_failure_path
+from devicebench.processes import die_with_parent
 from devicebench.record import write_atomic
 
 
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
 
     from devicebench.worker import measure
 
-    _die_with_parent()  # torchrun killed by the runner's timeout: no rank measures on
+    die_with_parent()  # torchrun killed by the runner's timeout: no rank measures on
     settings_path, result_path = Path(argv[0]), Path(argv[1])
     settings = json.loads(settings_path.read_text())
     rank = int(os.environ["RANK"])

@@ -14,22 +14,39 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.frameworks.keras_models import build_keras_model, make_keras_optimizer
-from devicebench.tasks import TaskSpec
-from devicebench.tasks.inputs import task_arrays
+from devicebench.frameworks import KERAS_POLICIES
 
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+# The classic Keras loop sets no TF32 math, so tf32 is no precision of its cells.
+POLICIES = {name: policy for name, policy in KERAS_POLICIES.items() if name != "tf32"}
+
+
+def make_keras_optimizer(name: str, lr: float, options: dict[str, float]):
+    """The task's optimizer; options use torch's names (alpha, eps) and are mapped to Keras'."""
+    import keras
+
+    eps = options.get("eps", 1e-7)
+    if name == "rmsprop":
+        return keras.optimizers.RMSprop(lr, rho=options.get("alpha", 0.9), epsilon=eps)
+    if name == "adadelta":
+        return keras.optimizers.Adadelta(lr, rho=options.get("rho", 0.95), epsilon=eps)
+    if name == "adam":
+        return keras.optimizers.Adam(lr, epsilon=eps)
+    raise KeyError(f"unknown optimizer {name!r}")
 
 
 class KerasBackend:
-    """One task's Keras model, optimizer and device-resident data for one cell."""
+    """One classic workload's Keras model, optimizer and device-resident data for one cell.
+
+    `workload` is a devicebench.workloads.classic.ClassicWorkload (inputs, `build_keras`).
+    """
 
     compiled = False  # the classic tasks run eagerly; workload subclasses may compile
     _first: set[str] = set()  # graphs ("train", "infer") whose first call is compilation
 
-    def __init__(self, spec: TaskSpec, settings: dict[str, Any], dataset: Any) -> None:
+    def __init__(self, workload: Any, settings: dict[str, Any], dataset: Any) -> None:
         import keras
 
+        spec = workload.spec
         self.keras = keras
         self.kind = keras.backend.backend()
         self.name = f"keras-{self.kind}"
@@ -40,16 +57,16 @@ class KerasBackend:
             "inference with model(x, training=False), synchronised per batch"
             + (
                 "; cifar10 augmentation by RandomTranslation+RandomFlip layers in the model"
-                if spec.name == "cifar10_cnn"
+                if workload.augment
                 else ""
             )
         )
-        self.spec, self.settings = spec, settings
+        self.workload, self.spec, self.settings = workload, spec, settings
         self.batch_size = int(settings["batch_size"])
         self.lstm_kernel = str(settings.get("lstm_kernel", "cudnn"))
         keras.config.set_dtype_policy(POLICIES[settings["precision"]])
-        arrays = task_arrays(spec, dataset)
-        self.binary, self.outputs = spec.kind == "binary_text", arrays.outputs
+        arrays = workload.arrays(dataset)
+        self.binary, self.outputs = workload.binary, arrays.outputs
         self.y_test_np = arrays.y_test
         self.x_train = self._tensor(self._layout(arrays.x_train))
         self.y_train = self._tensor(self._labels(arrays.y_train))
@@ -103,8 +120,7 @@ class KerasBackend:
         """A fresh model, compiled, with optimizer state built: same seed, same weights."""
         keras = self.keras
         keras.utils.set_random_seed(seed)
-        model = build_keras_model(
-            self.spec.name,
+        model = self.workload.build_keras(
             self.settings["model"],
             outputs=self.outputs,
             lstm_kernel=self.lstm_kernel,
@@ -213,7 +229,3 @@ class KerasBackend:
         import tensorflow as tf
 
         return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, MemoryError) or "out of memory" in str(error).lower()

@@ -15,16 +15,29 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.engines.base import EngineView
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
-from devicebench.frameworks.torch_models import build_model, make_optimizer
-from devicebench.tasks import TaskSpec
-from devicebench.tasks.inputs import task_arrays
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+def make_optimizer(
+    name: str, params, lr: float, options: dict[str, float]
+) -> torch.optim.Optimizer:
+    """The task's optimizer with Keras' hyperparameter conventions."""
+    params = [p for p in params if p.requires_grad]
+    if name == "rmsprop":
+        return torch.optim.RMSprop(params, lr=lr, **options)
+    if name == "adadelta":
+        return torch.optim.Adadelta(params, lr=lr, **options)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, **options)
+    raise KeyError(f"unknown optimizer {name!r}")
 
 
 class TorchBackend(TorchDevice):
-    """One task's model, optimizer and device-resident data for one cell."""
+    """One classic workload's model, optimizer and device-resident data for one cell.
+
+    `workload` is a devicebench.workloads.classic.ClassicWorkload: it gives the inputs
+    (`arrays`), the model (`build_torch`) and whether batches are augmented (`augment`).
+    """
 
     name = "torch"
     fit_loop = (
@@ -33,13 +46,14 @@ class TorchBackend(TorchDevice):
         "per batch on the device"
     )
 
-    def __init__(self, spec: TaskSpec, settings: dict[str, Any], dataset: Any) -> None:
-        self.spec = spec
+    def __init__(self, workload: Any, settings: dict[str, Any], dataset: Any) -> None:
+        spec = workload.spec
+        self.workload, self.spec = workload, spec
         self.settings = settings
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
-        arrays = task_arrays(spec, dataset)
-        self.binary = spec.kind == "binary_text"
+        arrays = workload.arrays(dataset)
+        self.binary = workload.binary
         self.outputs = arrays.outputs
         label_dtype = torch.float32 if self.binary else torch.int64
         self.x_train = torch.as_tensor(arrays.x_train, device=self.device)
@@ -49,10 +63,10 @@ class TorchBackend(TorchDevice):
         self.generator = torch.Generator(device=self.device)
         self.loss_fn = F.binary_cross_entropy_with_logits if self.binary else F.cross_entropy
         self.lstm_kernel = str(settings.get("lstm_kernel", "cudnn"))
-        self.augment = spec.name == "cifar10_cnn"
+        self.augment = workload.augment
         self.max_shift = int(spec.options.get("max_shift", 0))
         precision = settings["precision"]
-        self.autocast_dtype = DTYPES.get(precision)
+        self.autocast_dtype = autocast_dtype(precision)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=precision == "fp16")
         self.model: torch.nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
@@ -106,8 +120,7 @@ class TorchBackend(TorchDevice):
 
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer: every repetition starts from the same weights."""
-        self.model = build_model(
-            self.spec.name,
+        self.model = self.workload.build_torch(
             self.settings["model"],
             seed,
             outputs=self.outputs,

@@ -1,5 +1,5 @@
-"""What every torch backend does alike on its device: time inference batches, report peak memory,
-recognise an out-of-memory error. One place, so the classic and transformer cells time alike."""
+"""What every torch backend does alike on its device: time inference batches, report peak memory.
+One place, so the classic and transformer cells time alike."""
 
 from __future__ import annotations
 
@@ -7,6 +7,14 @@ import time
 from collections.abc import Callable, Iterable
 
 import torch
+
+from devicebench.frameworks import AUTOCAST
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a precision (None: fp32 and tf32 run without autocast)."""
+    name = AUTOCAST.get(precision)
+    return None if name is None else getattr(torch, name)
 
 
 def timed_batches(
@@ -38,7 +46,7 @@ def timed_batches(
 
 
 class TorchDevice:
-    """Mixin of a backend with a `device` attribute: peak memory and out-of-memory errors."""
+    """Mixin of a backend with a `device` attribute: its peak device memory."""
 
     device: torch.device
 
@@ -46,7 +54,3 @@ class TorchDevice:
         if self.device.type == "cuda":
             return torch.cuda.max_memory_allocated(self.device) / 2**20
         return None
-
-    @staticmethod
-    def is_oom(error: BaseException) -> bool:
-        return isinstance(error, torch.OutOfMemoryError | MemoryError)

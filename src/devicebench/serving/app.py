@@ -9,14 +9,13 @@ Requests wait at most --batch-wait-ms for others to share a batch of up to --max
 Decoding (JPEG, or tokenizing) runs in --decode-workers processes (0: threads of the server
 process), so the model's thread does not fight the decoders for the interpreter lock. On a GPU
 batches are padded to a few sizes, each scored once at start (--batch-buckets, scoring.py).
-With --replicas N, N such processes, each with its own model, serve the one port (workers.py).
+With --replicas N, N such processes, each with its own model, serve the one port (supervisor.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import os
 import socket
 import sys
@@ -27,7 +26,10 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 
-from devicebench.serving.scoring import BadRequest, Scorer, make_scorer
+from devicebench.processes import die_with_parent
+from devicebench.serving.net import bind
+from devicebench.serving.scorer import BadRequest, Scorer
+from devicebench.serving.scoring import make_scorer, serve_tasks
 from devicebench.serving.stats import ServerStats
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
@@ -77,15 +79,6 @@ class Batcher:
             for (_, future), label, score in zip(items, classes, scores, strict=True):
                 if not future.done():
                     future.set_result((int(label), float(score)))
-
-
-def die_with_parent() -> None:
-    """A decoder process gets SIGKILL when its server dies, however the server ends (Linux)."""
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def decoder_pool(workers: int) -> Executor | None:
@@ -182,32 +175,15 @@ def create_app(
     return app
 
 
-def bind(host: str, port: int) -> tuple[socket.socket, str]:
-    """A listening socket on `port`, or on a free port when that one is in use; and a note."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    note = ""
-    try:
-        sock.bind((host, port))
-    except OSError as error:
-        if error.errno != errno.EADDRINUSE:
-            raise
-        sock.bind((host, 0))
-        note = f"port {port} in use; took {sock.getsockname()[1]}"
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock, note
-
-
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every scoring server takes (this one and the Ray Serve one)."""
-    parser.add_argument("--task", default="serve_image", choices=["serve_image", "serve_text"])
+    tasks = serve_tasks()
+    parser.add_argument("--task", default=tasks[0], choices=tasks)
     parser.add_argument("--framework", default="torch")
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--image-size", type=int, default=224, help="serve_image")
+    parser.add_argument("--image-size", type=int, default=224, help="image tasks: input size")
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
     parser.add_argument("--max-batch", type=int, default=8)
@@ -227,9 +203,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
     parser.add_argument(
-        "--replicas", type=int, default=1, help="server processes behind the port (workers.py)"
+        "--replicas", type=int, default=1, help="server processes behind the port (supervisor.py)"
     )
-    worker = parser.add_argument_group("one replica, as workers.py starts it")
+    worker = parser.add_argument_group("one replica, as supervisor.py starts it")
     worker.add_argument("--listen-fd", type=int, help="the listening socket it inherited")
     worker.add_argument("--stats-table", type=Path, help="the replicas' shared counters")
     worker.add_argument("--replica-slot", type=int, default=0, help="its row there")
@@ -259,7 +235,7 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.replicas > 1 and args.listen_fd is None:
-        from devicebench.serving.workers import supervise
+        from devicebench.serving.supervisor import supervise
 
         return supervise(args, sys.argv[1:] if argv is None else argv)
     return serve(args)

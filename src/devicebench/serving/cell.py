@@ -18,7 +18,7 @@ from devicebench.sampler import Sampler
 from devicebench.serving import loadgen
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.process import ServerProcess
-from devicebench.serving.scoring import CLIENT_CONTENT_TYPES
+from devicebench.workloads import get
 
 # What a serve cell does unless the config's `tasks.<serve task>.serve` says otherwise.
 DEFAULTS: dict[str, Any] = {
@@ -108,7 +108,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
     log_dir = Path(settings.get("log_dir") or "serve-logs")
     clients = int(settings.get("clients", 20))
     server = make_server(settings, serve, log_dir, getattr(dataset, "tokenizer", None))
-    kind = CLIENT_CONTENT_TYPES[settings["task"]]
+    kind = get(settings["task"]).client_content_type
     started = time.perf_counter()
     with server:
         startup_s = time.perf_counter() - started
@@ -178,9 +178,7 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
 
 def _inputs(settings, serve, health) -> dict[str, Any]:
     """What one request holds: the image size, or the text's token limit and the padding."""
-    if settings["task"] == "serve_text":
-        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
-    return {"image_size": int(serve["image_size"])}
+    return get(settings["task"]).request_fields(serve, health)
 
 
 def _replica_peaks(stats: dict[str, Any]) -> list[float] | None:

@@ -16,16 +16,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench.cell import REPO, _die_with_parent
+from devicebench.processes import REPO, die_with_parent
 
 
 def task_arguments(
-    task: str, image_size: int, seq_len: int, tokenizer: Path | str | None
+    task: str | None, image_size: int, seq_len: int, tokenizer: Path | str | None
 ) -> list[str]:
     """The server options saying what it scores: images of a size, or texts of a length."""
-    if task == "serve_text":
-        return ["--task", task, "--seq-len", str(seq_len), "--tokenizer", str(tokenizer or "")]
-    return ["--task", task, "--image-size", str(image_size)]
+    from devicebench.serving.scoring import serve_tasks
+    from devicebench.workloads import get
+
+    workload = get(task or serve_tasks()[0])
+    return workload.server_arguments(image_size=image_size, seq_len=seq_len, tokenizer=tokenizer)
 
 
 class ServerFailed(RuntimeError):
@@ -40,7 +42,7 @@ class ServerProcess:
         *,
         framework: str,
         model: str,
-        task: str = "serve_image",
+        task: str | None = None,  # default: the first serve task (serve_image)
         device: str = "cpu",
         precision: str = "fp32",
         threads: int = 0,
@@ -110,7 +112,7 @@ class ServerProcess:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )  # fmt: skip
         try:
             self._wait_ready()

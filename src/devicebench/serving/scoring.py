@@ -4,59 +4,27 @@ The server (app.py, ray_app.py), its dynamic batching, the clients, LoadGen and 
 are the same for every serve task; a `Scorer` carries what differs:
 
 - serve_image: JPEG bytes (image/jpeg), decoded and resized with Pillow, stacked into one
-  uint8 batch, scored by an image classifier (models.py).
+  uint8 batch, scored by an image classifier (workloads/serve_image.py).
 - serve_text: UTF-8 review text (text/plain), tokenized with the text_classify workload's
   WordPiece and cut to the cell's seq_len, the batch padded to its longest sequence, scored by
-  a transformers sequence classifier (text_models.py).
+  a transformers sequence classifier (workloads/serve_text.py).
+
+Each serve workload builds its Scorer (``make_scorer``); this module finds it by task name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-TASKS = ("serve_image", "serve_text")
-# What each task's clients send, and what its server takes (text: UTF-8, declared or not).
-CONTENT_TYPES = {"serve_image": "image/jpeg", "serve_text": "text/plain"}
-CLIENT_CONTENT_TYPES = {"serve_image": "image/jpeg", "serve_text": "text/plain; charset=utf-8"}
+from devicebench.serving.scorer import BadRequest, Scorer  # noqa: F401 - the server's names
 
 
-class BadRequest(ValueError):
-    """A body the server cannot score (answered 400 with this message)."""
+def serve_tasks() -> list[str]:
+    """The registry's serve tasks, in its order (the first is the servers' default)."""
+    from devicebench.workloads import specs
 
-
-@dataclass
-class Scorer:
-    """One task's request decoding, batch collation and model."""
-
-    content_type: str  # the media type a request must declare
-    body: str  # what the body must be, for the messages of rejected requests
-    decode: Callable[[bytes], Any]  # picklable (decoder processes run it); raises BadRequest
-    collate: Callable[[list[Any]], Any]  # decoded requests -> one model batch
-    predict: Callable[[Any], tuple[np.ndarray, np.ndarray]]  # batch -> top classes, scores
-    parameters: int
-    warmup: Any  # one decoded sample: batches of it are scored before the server answers
-    info: dict[str, Any] = field(default_factory=dict)  # task settings for /health and records
-    buckets: tuple[int, ...] = ()  # the batch sizes the model is given (empty: as formed)
-
-    def score(self, samples: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """Top classes and scores of `samples`: collated, padded up to the next bucket by
-        repeating the last sample (a GPU pays for every batch shape it has not seen), scored,
-        and cut back to the samples given."""
-        size = next((b for b in self.buckets if b >= len(samples)), len(samples))
-        padded = samples + samples[-1:] * (size - len(samples))
-        classes, scores = self.predict(self.collate(padded))
-        return classes[: len(samples)], scores[: len(samples)]
-
-    def warm_up(self, max_batch: int) -> None:
-        """Score a batch of every size the model will be given (each bucket, or `max_batch`),
-        so that no request waits while the device prepares a new shape."""
-        for size in self.buckets or (max_batch,):
-            self.predict(self.collate([self.warmup] * size))
+    return [name for name, spec in specs().items() if spec.kind == "serve"]
 
 
 def batch_buckets(spec: str, device: str, max_batch: int) -> tuple[int, ...]:
@@ -95,18 +63,20 @@ def make_scorer(
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
     padding its batches to `buckets` (see batch_buckets)."""
     sizes = batch_buckets(buckets, device, max_batch)
-    if task == "serve_image":
-        from devicebench.serving.models import image_scorer
+    from devicebench.workloads import get, specs
 
-        scorer = image_scorer(framework, model, device, precision, image_size)
-    elif task == "serve_text":
-        from devicebench.serving.text_models import text_scorer
-
-        if not tokenizer:
-            raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
-        scorer = text_scorer(framework, model, device, precision, seq_len, tokenizer)
-    else:
-        raise ValueError(f"unknown serve task {task!r}; known: {', '.join(TASKS)}")
+    if task not in specs() or specs()[task].kind != "serve":
+        known = [name for name, spec in specs().items() if spec.kind == "serve"]
+        raise ValueError(f"unknown serve task {task!r}; known: {', '.join(known)}")
+    scorer = get(task).make_scorer(
+        framework,
+        model,
+        device,
+        precision,
+        image_size=image_size,
+        seq_len=seq_len,
+        tokenizer=tokenizer,
+    )
     scorer.buckets = sizes
     scorer.info["batch_buckets"] = list(sizes)
     return scorer
@@ -114,8 +84,6 @@ def make_scorer(
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Why this serve cell cannot run here (an architecture a library lacks), or None."""
-    if settings["task"] == "serve_image":
-        from devicebench.serving.models import skip_reason as image_skip_reason
+    from devicebench.workloads import get
 
-        return image_skip_reason(settings["framework"], settings["model"])
-    return None  # serve_text: its workload module's skip_reason hook (Keras cells)
+    return get(settings["task"]).serve_skip_reason(settings["framework"], settings["model"])

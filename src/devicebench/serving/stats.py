@@ -1,7 +1,7 @@
 """What a uvicorn scoring server counts: answers, rejections and the batch sizes it formed.
 
 One row of counters per replica in a table of int64. A one-process server keeps its table in
-memory; replicas (workers.py) share one memory-mapped file, each writing only its own row (one
+memory; replicas (supervisor.py) share one memory-mapped file, each writing only its own row (one
 writer per row: no lock), so GET /stats, answered by whichever replica took the connection,
 sums them all, including replicas that died and were started again.
 """

@@ -31,7 +31,9 @@ def _train_untimed(backend, settings: dict[str, Any]) -> None:
     )
 
 
-def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
+def run_spark_infer(
+    backend, settings: dict[str, Any], dataset: Any, *, quality: driver.Quality
+) -> dict[str, Any]:
     """Measure one Spark infer cell and return the record sections it fills."""
     import torch
 
@@ -73,9 +75,7 @@ def run_spark_infer(backend, settings: dict[str, Any], dataset: Any) -> dict[str
         len(y_test),
         timed_start,
         timed_end,
-        dataset,
-        predicted,
-        loss,
+        quality(dataset, predicted, loss),
     )
     result["quality"] |= {
         "inprocess_accuracy": float(np.mean(inprocess == y_test)),

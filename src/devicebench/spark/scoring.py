@@ -22,13 +22,13 @@ _MODELS: dict[str, Any] = {}
 def _model(spec: dict[str, Any]):
     import torch
 
-    from devicebench.frameworks.torch_models import build_model
+    from devicebench.workloads import get
 
     key = spec["weights_id"]  # one model per broadcast, i.e. per cell
     if key not in _MODELS:
         torch.set_num_threads(int(spec["threads_per_task"]))
-        net = build_model(
-            spec["task"], spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
+        net = get(spec["task"]).build_torch(
+            spec["model"], 0, outputs=spec["outputs"], lstm_kernel=spec["lstm_kernel"]
         )
         state = torch.load(io.BytesIO(spec["weights"].value), map_location="cpu", weights_only=True)
         net.load_state_dict(state)

@@ -6,18 +6,26 @@ preparation (cut to the cell's ``seq_len``), batches them dynamically (padded to
 longest) and answers the sequence classifier's top class and score. The server, clients, LoadGen
 and the record are serve_image's (devicebench.serving); this module only declares the task and
 loads its request bodies. A serve task has no ``make_backend``: its model lives in the server.
+
+What the server scores with: a request is one review as UTF-8 text, tokenized with the
+WordPiece text_classify caches beside the manifest and cut to the cell's seq_len; a batch is
+padded to its longest sequence, not to seq_len (dynamic padding, as a service does: short
+reviews cost less), with [PAD] (id 0) and an attention mask; the model is text_classify's
+transformers sequence classifier, random weights.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
+from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.workloads import text_classify
+from devicebench.workloads.base import ServeWorkload, TaskSpec
 
 SPEC = TaskSpec(
     name="serve_text",
@@ -49,7 +57,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped, with text_classify's reason: keras-hub only."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads.base import keras_skip_reason
 
     return keras_skip_reason("serve_text", settings, text_classify.keras_missing(settings["model"]))
 
@@ -76,3 +84,146 @@ def load_data(settings: dict[str, Any]) -> ReviewTexts:
     count = int(settings.get("test_samples") or len(texts))
     bodies = [text.encode("utf-8") for text in texts[:count]]
     return ReviewTexts(bodies, labels[:count], tokenizer)
+
+
+class ServeText(ServeWorkload):
+    """The registry's handle on this module: its functions are the Workload methods."""
+
+    spec = SPEC
+    content_type = "text/plain"
+    client_content_type = "text/plain; charset=utf-8"
+
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    load_data = staticmethod(load_data)
+
+    def make_scorer(
+        self, framework: str, model: str, device: str, precision: str, **options: Any
+    ) -> Scorer:
+        tokenizer = options.get("tokenizer")
+        if not tokenizer:
+            raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
+        seq_len = int(options["seq_len"])
+        return text_scorer(framework, model, device, precision, seq_len, tokenizer)
+
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return [
+            "--task",
+            self.spec.name,
+            "--seq-len",
+            str(seq_len),
+            "--tokenizer",
+            str(tokenizer or ""),
+        ]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"seq_len": health.get("seq_len"), "padding": health.get("padding")}
+
+
+PAD_ID = 0  # text_classify.SPECIALS: [PAD] is 0
+
+
+class BadText(BadRequest):
+    """A body that is not UTF-8 text with something to score."""
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(path: str, seq_len: int):
+    """The workload's tokenizer cutting to `seq_len`, no padding (the batch pads); one per
+    process (decoder processes load their own)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(path)
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(seq_len)
+    return tokenizer
+
+
+def decode_text(body: bytes, tokenizer: str, seq_len: int) -> np.ndarray:
+    """One review's token ids ([CLS] ... [SEP], at most `seq_len`)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadText(f"the body is not valid UTF-8: {error}") from None
+    if not text.strip():
+        raise BadText("the body has no text (only white space): send one review as UTF-8 text")
+    ids = load_tokenizer(str(tokenizer), seq_len).encode(text).ids
+    return np.asarray(ids, dtype=np.int64)
+
+
+def pad_longest(rows: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Token ids padded with [PAD] to the batch's longest row, and the mask of real tokens."""
+    longest = max(len(row) for row in rows)
+    ids = np.full((len(rows), longest), PAD_ID, dtype=np.int64)
+    mask = np.zeros((len(rows), longest), dtype=np.int64)
+    for index, row in enumerate(rows):
+        ids[index, : len(row)] = row
+        mask[index, : len(row)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+class TextClassifier:
+    """Scores a padded batch of token ids: top class and its softmax score per sequence."""
+
+    def __init__(self, model: str, device: str, precision: str, seq_len: int, **overrides: Any):
+        import torch
+
+        from devicebench.frameworks.torch_device import autocast_dtype
+
+        if model not in text_classify.MODELS:
+            known = ", ".join(text_classify.MODELS)
+            raise ValueError(f"unknown text model {model!r}; known: {known}")
+        positions = text_classify.max_positions(model)
+        if seq_len > positions:
+            raise ValueError(f"seq_len {seq_len} is above {model}'s {positions} positions")
+        self.device, self.seq_len = device, seq_len
+        self.device_type = torch.device(device).type
+        if precision == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        self.dtype = autocast_dtype(precision)
+        self.model = text_classify.build_model(model, 0, **overrides).eval().to(device)
+        self.parameters = sum(p.numel() for p in self.model.parameters())
+
+    def predict(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        with torch.inference_mode():
+            inputs = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items()}
+            with torch.autocast(self.device_type, dtype=self.dtype, enabled=bool(self.dtype)):
+                logits = self.model(**inputs)
+            scores, classes = torch.softmax(logits.float(), dim=-1).max(dim=-1)
+            return classes.cpu().numpy(), scores.cpu().numpy()
+
+
+def text_scorer(
+    framework: str,
+    model: str,
+    device: str,
+    precision: str,
+    seq_len: int,
+    tokenizer: Path | str,
+) -> Scorer:
+    """serve_text: UTF-8 text in, tokenized and cut to `seq_len`, padded to the batch's longest,
+    scored by the sequence classifier (torch only, as the text_classify workload)."""
+    reason = skip_reason({"framework": framework, "model": model})
+    if reason:
+        raise ValueError(reason)
+    if not Path(tokenizer).is_file():
+        raise ValueError(f"tokenizer file {tokenizer} not found: prepare the imdb data first")
+    classifier = TextClassifier(model, device, precision, seq_len)
+    return Scorer(
+        content_type=ServeText.content_type,
+        body="one review as UTF-8 text",
+        decode=partial(decode_text, tokenizer=str(tokenizer), seq_len=seq_len),
+        collate=pad_longest,
+        predict=classifier.predict,
+        parameters=classifier.parameters,
+        warmup=np.full(seq_len, 5, dtype=np.int64),  # 5: the first non-special id
+        info={"seq_len": seq_len, "padding": "longest in batch", "tokenizer": Path(tokenizer).name},
+    )
+
+
+WORKLOAD = ServeText()

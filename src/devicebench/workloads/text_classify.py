@@ -10,15 +10,14 @@ the model and its own tokenizer come from a local copy instead (workloads/pretra
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
+from devicebench.atomic import atomic_path
+from devicebench.workloads.base import TaskSpec, Workload
 
 # name -> (transformers family, configuration keywords). Published sizes: BERT-base (Devlin et
 # al. 2019), RoBERTa-base, DistilBERT-base, TinyBERT General 4L-312D, MiniLM-L12-H384, and the
@@ -81,7 +80,7 @@ def max_positions(model: str) -> int:
 
 def pretrained_positions(model: str, source: str) -> int:
     """Longest sequence a pretrained checkpoint's position embeddings cover."""
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     config = pretrained.model_config(pretrained.locate(model, source))
     positions = int(config.get("max_position_embeddings", 512))
@@ -106,7 +105,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 def keras_missing(model: str) -> str:
     """Why a model has no Keras port here: its family is in keras-hub only (serve_text says it
     too)."""
-    from devicebench.workloads import keras_hub_only
+    from devicebench.workloads.base import keras_hub_only
 
     family = MODELS[model][0] if model in MODELS else "bert"
     names = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
@@ -115,7 +114,7 @@ def keras_missing(model: str) -> str:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells are recorded skipped: the BERT family is in keras-hub only (not installable)."""
-    from devicebench.workloads import keras_skip_reason
+    from devicebench.workloads.base import keras_skip_reason
 
     return keras_skip_reason("text_classify", settings, keras_missing(settings["model"]))
 
@@ -186,10 +185,8 @@ def prepare_data(data_dir: Path) -> Path:
         return path
     texts, _ = reviews(data_dir)["train"]
     tokenizer = train_tokenizer(texts, int(SPEC.option("vocab_size")))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tokenizer.save(tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tokenizer.save(str(tmp))
     print(f"[devicebench] trained {path.name} on {len(texts)} reviews", flush=True)
     return path
 
@@ -236,7 +233,7 @@ def load_data(settings: dict[str, Any]) -> TextData:
     from tokenizers import Tokenizer
 
     from devicebench.data import verify_manifest
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     manifest = Path(settings["data"])
     info = verify_manifest(manifest)
@@ -276,13 +273,13 @@ def build_model(model: str, seed: int, **overrides: Any):
     if family == "roberta":
         extra |= {"type_vocab_size": 1, "layer_norm_eps": 1e-5}
     torch.manual_seed(seed)
-    from devicebench.workloads.transformer_backend import Logits
+    from devicebench.frameworks.transformer_backend import Logits
 
     return Logits(model_class(config_class(**(kwargs | extra | overrides))))
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: TextData):
-    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
+    from devicebench.frameworks.transformer_backend import TransformerBackend, weights_builder
 
     build, weights = weights_builder(
         settings, PRETRAINED_CLASS, 2, lambda seed: build_model(settings["model"], seed)
@@ -296,8 +293,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
-    from devicebench.workloads.pretrained import architecture
-    from devicebench.workloads.transformer_backend import count_flops
+    from devicebench.flops import count_flops
+    from devicebench.frameworks.transformer_backend import architecture
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
@@ -309,3 +306,24 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
         "attention_mask": torch.ones(1, seq_len, dtype=torch.long),
     }
     return count_flops(model, inputs, mode)
+
+
+class TextClassify(Workload):
+    """The registry's handle on this module: its functions are the Workload methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    prepare_data = staticmethod(prepare_data)
+    load_data = staticmethod(load_data)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    flops_per_sample = staticmethod(flops_per_sample)
+
+
+WORKLOAD = TextClassify()

@@ -5,7 +5,7 @@ sentences in the same column format); models train on ``eng.train`` and are scor
 ``eng.testa`` (3,250 sentences, the study's test set). Preparing it parses every file, so a
 malformed line stops the workflow before any cell, naming file and line; this module then builds
 the WordPiece tokenizer from the training words (data/wordpiece.py, deterministic) beside the
-manifest. Models (ner_models): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tiny`` variants for
+manifest. Models (models.py): ``bert_tokencls`` and ``bilstm_cnn_bert``, ``_tiny`` variants for
 quick runs. Quality: entity-level precision, recall and F1 (micro and macro, exact spans, seqeval)
 and token accuracy. Axes: ``embedding`` (live: BERT runs inside each step; cached: precomputed
 once, untimed; bilstm_cnn_bert only) and ``train_fraction`` (share of training sentences, a
@@ -15,23 +15,32 @@ is in keras-hub only, which cannot be installed here).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from devicebench.tasks import TaskSpec
+from devicebench.atomic import atomic_path
+from devicebench.workloads.base import TaskSpec, Workload
 
-# name -> (architecture, BERT size); ner_models builds them (torch only, imported lazily).
+# name -> (architecture, BERT size); models.py builds them (torch only, imported lazily).
 MODELS = {
     "bert_tokencls": ("bert_tokencls", "base"),
     "bilstm_cnn_bert": ("bilstm_cnn_bert", "base"),
     "bert_tokencls_tiny": ("bert_tokencls", "tiny"),
     "bilstm_cnn_bert_tiny": ("bilstm_cnn_bert", "tiny"),
 }
+
+
+def model_spec(name: str) -> tuple[str, str]:
+    """(architecture, BERT size) of a conll_ner model name."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown conll_ner model {name!r}; known: {', '.join(MODELS)}") from None
+
+
 SPEC = TaskSpec(
     name="conll_ner",
     dataset="conll2003",
@@ -62,7 +71,7 @@ def validate(task_settings: dict[str, Any]) -> None:
     """Pretrained checkpoints must be BERTs: both models are built around BERT's classes."""
     if task_settings.get("weights") != "pretrained":
         return
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     for model in task_settings.get("models", list(SPEC.models)):
         source = task_settings["pretrained"][model]
@@ -76,7 +85,7 @@ def validate(task_settings: dict[str, Any]) -> None:
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras has no port of these models here; cached embeddings need a frozen BERT."""
-    from devicebench.workloads import keras_hub_only, keras_skip_reason
+    from devicebench.workloads.base import keras_hub_only, keras_skip_reason
 
     if reason := keras_skip_reason("conll_ner", settings, keras_hub_only("BERT")):
         return reason
@@ -99,17 +108,15 @@ def prepare_data(data_dir: Path) -> Path:
     info = verify_manifest(Path(data_dir) / "manifest.json")
     train = next(Path(data_dir) / f["name"] for f in info["files"] if f["role"] == "train")
     tokenizer = wordpiece.train_wordpiece(s.words for s in conll.read_conll(train))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    wordpiece.save(tokenizer, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        wordpiece.save(tokenizer, str(tmp))
     print(f"[devicebench] built {path.name} ({tokenizer.get_vocab_size()} pieces)", flush=True)
     return path
 
 
 @dataclass
 class NerData:
-    """Encoded splits (ner_inputs.NerArrays), the test sentences to score, and their origin."""
+    """Encoded splits (inputs.NerArrays), the test sentences to score, and their origin."""
 
     train: Any
     test: Any
@@ -125,7 +132,7 @@ class NerData:
 def load_data(settings: dict[str, Any]) -> NerData:
     """Verify and parse the files; train on a seeded `train_fraction` of the training sentences."""
     from devicebench.data import conll, load_dataset, wordpiece
-    from devicebench.workloads.ner_inputs import char_vocabulary, encode
+    from devicebench.workloads.conll_ner.inputs import char_vocabulary, encode
 
     fraction = float(settings.get("train_fraction", 1.0))
     if not 0 < fraction <= 1:
@@ -143,7 +150,7 @@ def load_data(settings: dict[str, Any]) -> NerData:
     train = [train[i] for i in sorted(chosen)]
     vocab_size = wordpiece.BERT_VOCAB
     if settings.get("weights") == "pretrained":  # the checkpoint's own WordPiece
-        from devicebench.workloads import pretrained
+        from devicebench.frameworks import pretrained
 
         tokenizer = pretrained.load_tokenizer(settings["model"], settings["pretrained"])
         tokenizer, vocab_size = tokenizer.backend_tokenizer, len(tokenizer)
@@ -172,15 +179,15 @@ def load_data(settings: dict[str, Any]) -> NerData:
 
 
 def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: NerData):
-    from devicebench.workloads.ner_backend import NerBackend
+    from devicebench.workloads.conll_ner.backend import NerBackend
 
-    return NerBackend(spec, settings, dataset)
+    return NerBackend(spec, settings, dataset, model_spec(settings["model"]))
 
 
 def quality(dataset: NerData, predicted: np.ndarray, loss: float) -> dict[str, float]:
     """Entity-level scores (seqeval) and token accuracy of word-level predictions [N, W]."""
-    from devicebench.workloads.ner_inputs import decode
-    from devicebench.workloads.ner_metrics import entity_scores
+    from devicebench.workloads.conll_ner.inputs import decode
+    from devicebench.workloads.conll_ner.metrics import entity_scores
 
     tags = decode(predicted, dataset.test, dataset.test_sentences)
     return entity_scores([s.tags for s in dataset.test_sentences], tags) | {"loss": loss}
@@ -190,14 +197,14 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """FLOPs of one representative sentence: train = forward + backward (the frozen BERT of a
     live bilstm_cnn_bert forward only, a cached one none), infer = forward."""
     from devicebench.data.conll import LABELS
-    from devicebench.workloads import pretrained
-    from devicebench.workloads.ner_backend import count_flops
+    from devicebench.frameworks import pretrained
+    from devicebench.workloads.conll_ner.backend import count_flops
 
     config = None
     if settings.get("weights") == "pretrained":  # the checkpoint's own BERT
         config = pretrained.load_config(str(settings["model"]), settings["pretrained"], len(LABELS))
     return count_flops(
-        str(settings["model"]),
+        model_spec(str(settings["model"])),
         str(settings.get("embedding", "live")),
         mode,
         words=FLOP_WORDS,
@@ -205,3 +212,25 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
         chars=FLOP_CHARS,
         config=config,
     )
+
+
+class ConllNer(Workload):
+    """The registry's handle on this module: its functions are the Workload methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+    prepare_data = staticmethod(prepare_data)
+    load_data = staticmethod(load_data)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    quality = staticmethod(quality)
+    flops_per_sample = staticmethod(flops_per_sample)
+
+
+WORKLOAD = ConllNer()

@@ -19,11 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
-from devicebench.workloads import ner_models
-from devicebench.workloads.ner_inputs import IGNORE, NerArrays
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
+from devicebench.workloads.conll_ner import models as ner_models
+from devicebench.workloads.conll_ner.inputs import IGNORE, NerArrays
 
 
 def build_encoder(config: Any, seed: int) -> ner_models.FrozenBertEmbeddings:
@@ -41,7 +39,7 @@ def build_trained(architecture: str, config: Any, num_chars: int, seed: int) -> 
 
 
 def count_flops(
-    model: str,
+    model: tuple[str, str],
     embedding: str,
     mode: str,
     *,
@@ -50,7 +48,7 @@ def count_flops(
     chars: int,
     config: Any = None,
 ) -> float:
-    """FLOPs per sentence of `model` at one sentence shape (torch.utils.flop_counter, on CPU).
+    """FLOPs per sentence of `model` ((architecture, BERT size)) at one sentence shape, on CPU.
 
     Training counts the trained part's forward and backward plus, for a live bilstm_cnn_bert,
     the frozen BERT's forward; a cached one reads its embeddings, so BERT costs nothing per step.
@@ -61,7 +59,7 @@ def count_flops(
     from devicebench.data.conll import LABELS
     from devicebench.data.wordpiece import BERT_VOCAB
 
-    architecture, size = ner_models.model_spec(model)
+    architecture, size = model
     if config is None:  # a pretrained checkpoint passes its own
         config = ner_models.bert_config(size, BERT_VOCAB, len(LABELS))
     count, num_chars = 2, 100
@@ -111,11 +109,13 @@ class NerBackend(TorchDevice):
 
     name = "torch"
 
-    def __init__(self, spec: Any, settings: dict[str, Any], dataset: Any) -> None:
+    def __init__(
+        self, spec: Any, settings: dict[str, Any], dataset: Any, model: tuple[str, str]
+    ) -> None:
         self.spec, self.settings = spec, settings
         self.device = torch.device(settings["device"])
         self.batch_size = int(settings["batch_size"])
-        self.architecture, self.size = ner_models.model_spec(settings["model"])
+        self.architecture, self.size = model  # (architecture, BERT size) of the model's name
         self.embeddings = str(settings.get("embedding", "live"))
         if self.embeddings not in ("live", "cached"):
             raise ValueError(f"embedding must be live or cached, not {self.embeddings!r}")
@@ -131,7 +131,7 @@ class NerBackend(TorchDevice):
         self.weights: dict[str, Any] = {"weights": "random"}
         self.source = settings["pretrained"] if settings.get("weights") == "pretrained" else None
         if self.source is not None:
-            from devicebench.workloads import pretrained
+            from devicebench.frameworks import pretrained
 
             self.config = pretrained.load_config(settings["model"], self.source, self.num_labels)
         else:
@@ -141,7 +141,7 @@ class NerBackend(TorchDevice):
         self.train = _Split(dataset.train, self.device)
         self.test = _Split(dataset.test, self.device)
         self.host_generator = torch.Generator()
-        self.autocast_dtype = DTYPES.get(settings["precision"])
+        self.autocast_dtype = autocast_dtype(settings["precision"])
         self.scaler = torch.amp.GradScaler(
             self.device.type, enabled=settings["precision"] == "fp16"
         )
@@ -220,7 +220,7 @@ class NerBackend(TorchDevice):
 
     def _load(self, auto_class: str, seed: int, **options: Any) -> torch.nn.Module:
         """The checkpoint's BERT (weights: pretrained); the record learns what was loaded."""
-        from devicebench.workloads import pretrained
+        from devicebench.frameworks import pretrained
 
         net, info = pretrained.load_model(
             auto_class, self.settings["model"], self.source, self.num_labels, seed, **options

@@ -174,13 +174,3 @@ def load_config(model: str, source: str, num_labels: int):
         return transformers.AutoConfig.from_pretrained(
             str(locate(model, source)), num_labels=num_labels, local_files_only=True
         )
-
-
-def architecture(auto_class: str, model: str, source: str, num_labels: int):
-    """The checkpoint's architecture with random weights, forward -> logits (to count FLOPs)."""
-    import transformers
-
-    from devicebench.workloads.transformer_backend import Logits
-
-    config = load_config(model, source, num_labels)
-    return Logits(getattr(transformers, auto_class).from_config(config))

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from devicebench.serving.app import bind, die_with_parent
+from devicebench.processes import die_with_parent
+from devicebench.serving.net import bind
 from devicebench.serving.stats import ServerStats
 
 

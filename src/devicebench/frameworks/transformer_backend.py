@@ -24,10 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.engines.base import EngineView
-from devicebench.frameworks.torch_device import TorchDevice, timed_batches
-from devicebench.tasks import TaskSpec
+from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
+from devicebench.workloads.base import TaskSpec
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 
@@ -72,7 +71,7 @@ class TransformerBackend(TorchDevice):
         self.test = {k: torch.as_tensor(v, device=self.device) for k, v in data["test"].items()}
         self.precision = str(settings["precision"])
         set_matmul_precision(self.precision)
-        self.autocast_dtype = DTYPES.get(self.precision)
+        self.autocast_dtype = autocast_dtype(self.precision)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.compiled = str(settings.get("compile", "eager")) == "compiled"
         self.generator = torch.Generator(device=self.device)
@@ -223,23 +222,6 @@ class TransformerBackend(TorchDevice):
         return predicted, float(total.item() / self.test_samples)
 
 
-def count_flops(model: torch.nn.Module, inputs: dict[str, torch.Tensor], mode: str) -> float:
-    """FLOPs of one forward (infer) or forward + backward (train) over `inputs`, per sample."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    counter = FlopCounterMode(display=False)
-    samples = len(next(iter(inputs.values())))
-    if mode == "train":
-        model.train()
-        with counter:
-            model(**inputs).float().sum().backward()
-    else:
-        model.eval()
-        with torch.no_grad(), counter:
-            model(**inputs)
-    return counter.get_total_flops() / samples
-
-
 def weights_builder(
     settings: dict[str, Any],
     auto_class: str,
@@ -254,7 +236,7 @@ def weights_builder(
     """
     if settings.get("weights", "random") != "pretrained":
         return random, {"weights": "random"}
-    from devicebench.workloads.pretrained import load_model
+    from devicebench.frameworks.pretrained import load_model
 
     info: dict[str, Any] = {"weights": settings["pretrained"]}
 
@@ -277,6 +259,16 @@ class Logits(torch.nn.Module):
 
     def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
         return self.model(**inputs).logits
+
+
+def architecture(auto_class: str, model: str, source: str, num_labels: int) -> Logits:
+    """The checkpoint's architecture with random weights, forward -> logits (to count FLOPs)."""
+    import transformers
+
+    from devicebench.frameworks.pretrained import load_config
+
+    config = load_config(model, source, num_labels)
+    return Logits(getattr(transformers, auto_class).from_config(config))
 
 
 class Positional(torch.nn.Module):

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.frameworks import KERAS_POLICIES
 from devicebench.frameworks.keras_backend import KerasBackend
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec
 
 # cifar10_finetune model -> keras.applications builder
 APPLICATIONS = {
@@ -29,7 +30,7 @@ APPLICATIONS = {
     "convnext-small": "ConvNeXtSmall",
     "resnet-50": "ResNet50",
 }
-POLICIES = {"fp32": "float32", "tf32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+POLICIES = KERAS_POLICIES
 FIT_LOOP = (
     "keras {version} on {kind}: keras.applications {app} (weights=None), model.train_step per "
     "batch {how}; uint8 CIFAR-10 batches gathered on the device, scale + ImageNet normalization "
@@ -45,16 +46,13 @@ def build_model(
     *,
     input_side: int = 32,
     classes: int = 10,
-    mean: tuple | None = None,
-    std: tuple | None = None,
+    mean: tuple,
+    std: tuple,
 ):
     """The uncompiled Keras model: uint8 NHWC images in, logits out (`side` px inside)."""
     import keras
 
-    from devicebench.workloads.cifar10_finetune import MEAN, STD
-
     keras.utils.set_random_seed(seed)
-    mean, std = mean or MEAN, std or STD
     options = {"include_preprocessing": False} if model.startswith("convnext") else {}
     network = getattr(keras.applications, APPLICATIONS[model])(
         weights=None,
@@ -134,7 +132,7 @@ class KerasImageBackend(KerasBackend):
     def _set_matmul_precision(self) -> None:
         """TF32 math only in tf32 cells (TensorFlow enables it by default on Ampere and later)."""
         if self.kind == "torch":
-            from devicebench.workloads.transformer_backend import set_matmul_precision
+            from devicebench.frameworks.transformer_backend import set_matmul_precision
 
             set_matmul_precision(self.precision)
         else:

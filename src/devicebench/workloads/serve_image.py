@@ -1,8 +1,13 @@
-"""The image classifiers a server scores with: the cloud study's five models, random weights.
+"""`serve_image`: five image classifiers behind the scoring server, scoring JPEG images.
 
-torch models come from transformers (built from an architecture config, never downloaded);
-keras models from keras.applications with ``weights=None``. An architecture a library lacks is
-a ``skipped`` cell with the reason, not an error.
+The cloud deployment study: MobileNetV2, NASNetMobile, ResNet50, ResNet152 and NASNetLarge behind
+an HTTP scoring API, 20-50 concurrent clients scoring 1,000 JPEG images. The server, clients,
+LoadGen and the record are devicebench.serving's; the request bodies are the jpeg_images
+dataset's files (the data registry's loader).
+
+The models, random weights: torch ones from transformers (built from an architecture config,
+never downloaded); Keras ones from keras.applications with ``weights=None``. An architecture a
+library lacks is a ``skipped`` cell with the reason, not an error.
 """
 
 from __future__ import annotations
@@ -11,14 +16,55 @@ import contextlib
 import io
 import os
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from devicebench.serving.scoring import CONTENT_TYPES, BadRequest, Scorer
+from devicebench.serving.scorer import BadRequest, Scorer
+from devicebench.workloads.base import SERVE_AXES, ServeWorkload, TaskSpec
 
 MODELS = ("mobilenetv2", "nasnetmobile", "resnet50", "resnet152", "nasnetlarge")
 NUM_CLASSES = 1000
+
+
+class ServeImage(ServeWorkload):
+    spec = TaskSpec(
+        name="serve_image",
+        dataset="jpeg_images",
+        models=MODELS,
+        num_classes=NUM_CLASSES,
+        epochs=1,  # unused: a serve cell does not train
+        batch_sizes=(8,),
+        optimizer="none",
+        learning_rate=1.0,
+        source="cloud deployment study: the five models behind an HTTP scoring API, "
+        "20-50 concurrent clients scoring 1,000 JPEG images; batch_size is the server's "
+        "largest dynamic batch",
+        kind="serve",
+        axes=dict(SERVE_AXES),
+        modes=("serve",),
+    )
+    content_type = "image/jpeg"
+    client_content_type = "image/jpeg"
+
+    def make_scorer(
+        self, framework: str, model: str, device: str, precision: str, **options: Any
+    ) -> Scorer:
+        return image_scorer(framework, model, device, precision, int(options["image_size"]))
+
+    def serve_skip_reason(self, framework: str, model: str) -> str | None:
+        return skip_reason(framework, model)
+
+    def server_arguments(
+        self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
+    ) -> list[str]:
+        return ["--task", self.spec.name, "--image-size", str(image_size)]
+
+    def request_fields(self, serve: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
+        return {"image_size": int(serve["image_size"])}
+
+
 # transformers architectures: (config class, model class, config arguments)
 TORCH_ARCHITECTURES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mobilenetv2": ("MobileNetV2Config", "MobileNetV2ForImageClassification", {}),
@@ -63,7 +109,7 @@ def image_scorer(
     """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
     classifier = Classifier(framework, model, image_size, device, precision)
     return Scorer(
-        content_type=CONTENT_TYPES["serve_image"],
+        content_type=ServeImage.content_type,
         body="the JPEG bytes of one image",
         decode=partial(decode_jpeg, size=image_size),
         collate=np.stack,
@@ -91,6 +137,8 @@ def skip_reason(framework: str, model: str) -> str | None:
 class Classifier:
     """Scores a batch of H×W×3 uint8 images: top class and its softmax score per image."""
 
+    parameters: int
+
     def __init__(self, framework: str, model: str, image_size: int, device: str, precision: str):
         reason = skip_reason(framework, model)
         if reason:
@@ -105,6 +153,8 @@ class Classifier:
         import torch
         import transformers
 
+        from devicebench.frameworks.torch_device import autocast_dtype
+
         config_name, model_name, arguments = TORCH_ARCHITECTURES[self.model_name]
         config = getattr(transformers, config_name)(
             num_labels=NUM_CLASSES, image_size=self.image_size, **arguments
@@ -112,7 +162,7 @@ class Classifier:
         torch.manual_seed(0)
         model = getattr(transformers, model_name)(config).eval().to(self.device)
         self.parameters = sum(p.numel() for p in model.parameters())
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        dtype = autocast_dtype(self.precision)
         mean = torch.tensor(_MEAN, device=self.device).view(1, 3, 1, 1)
         std = torch.tensor(_STD, device=self.device).view(1, 3, 1, 1)
 
@@ -163,3 +213,6 @@ class Classifier:
     def predict(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Top class and score for each image of `batch` (N×H×W×3 uint8)."""
         return self._predict(batch)
+
+
+WORKLOAD = ServeImage()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicebench.tasks import TaskSpec
+from devicebench.workloads.base import TaskSpec, Workload
 
 # ImageNet statistics: the normalization these architectures are fine-tuned with.
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -105,7 +105,7 @@ def image_size(model: str, value: Any = "native", source: str | None = None) -> 
     if value not in (None, "native"):
         return int(value)
     if source is not None:
-        from devicebench.workloads import pretrained
+        from devicebench.frameworks import pretrained
 
         config = pretrained.model_config(pretrained.locate(model, source))
         return int(config.get("image_size", MODELS[model][2]))
@@ -151,7 +151,7 @@ def validate(task_settings: dict[str, Any]) -> None:
                 )
 
 
-# Keras cells: keras.applications builds ConvNeXt-T/S and ResNet-50 (workloads/keras_image.py);
+# Keras cells: keras.applications builds ConvNeXt-T/S and ResNet-50 (keras_port.py);
 # the other families have no Keras architecture that can be installed here.
 KERAS_MISSING = {
     "convnextv2": "neither keras.applications nor keras-hub 0.32.0 has a ConvNeXt V2 architecture",
@@ -162,14 +162,14 @@ KERAS_MISSING = {
 
 def keras_port(model: str) -> bool:
     """Whether the model has a Keras port (keras.applications, parameter parity checked)."""
-    from devicebench.workloads.keras_image import APPLICATIONS
+    from devicebench.workloads.cifar10_finetune.keras_port import APPLICATIONS
 
     return model in APPLICATIONS
 
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Keras cells of a model keras.applications lacks are skipped, saying where it is lacking."""
-    from devicebench.workloads import keras_hub_only, keras_skip_reason
+    from devicebench.workloads.base import keras_hub_only, keras_skip_reason
 
     model = str(settings["model"])
     if settings["framework"] == "torch" or keras_port(model):
@@ -202,7 +202,7 @@ def build_model(
     import torch
     import transformers
 
-    from devicebench.workloads.transformer_backend import Logits
+    from devicebench.frameworks.transformer_backend import Logits
 
     family, kwargs, native = MODELS[model]
     side = side or native
@@ -237,7 +237,7 @@ def normalization(model: str, source: str | None) -> tuple[tuple, tuple]:
         return MEAN, STD
     import json
 
-    from devicebench.workloads import pretrained
+    from devicebench.frameworks import pretrained
 
     path = pretrained.locate(model, source) / "preprocessor_config.json"
     saved = json.loads(path.read_text()) if path.is_file() else {}
@@ -267,10 +267,10 @@ def make_backend(spec: TaskSpec, settings: dict[str, Any], dataset: Any):
     source = _source(settings, model)
     side = image_size(model, settings.get("image_size"), source)
     if settings["framework"] != "torch":
-        from devicebench.workloads.keras_image import KerasImageBackend
+        from devicebench.workloads.cifar10_finetune.keras_port import KerasImageBackend
 
         return KerasImageBackend(spec, settings, dataset, side, MEAN, STD)
-    from devicebench.workloads.transformer_backend import TransformerBackend, weights_builder
+    from devicebench.frameworks.transformer_backend import TransformerBackend, weights_builder
 
     data = {
         "train": {"images": dataset.x_train, "labels": dataset.y_train.astype("int64")},
@@ -303,8 +303,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     at 1x1)."""
     import torch
 
-    from devicebench.workloads.pretrained import architecture
-    from devicebench.workloads.transformer_backend import count_flops
+    from devicebench.flops import count_flops
+    from devicebench.frameworks.transformer_backend import architecture
 
     model = str(settings["model"])
     source = _source(settings, model)
@@ -314,3 +314,22 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     else:
         net = build_model(model, 0, side)
     return count_flops(net, {"pixel_values": torch.zeros(2, 3, side, side)}, mode)
+
+
+class Cifar10Finetune(Workload):
+    """The registry's handle on this module: its functions are the Workload methods."""
+
+    spec = SPEC
+    pretrained_class = PRETRAINED_CLASS
+    pretrained_tokenizer = PRETRAINED_TOKENIZER
+
+    validate = staticmethod(validate)
+    skip_reason = staticmethod(skip_reason)
+
+    def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
+        return make_backend(self.spec, settings, dataset)
+
+    flops_per_sample = staticmethod(flops_per_sample)
+
+
+WORKLOAD = Cifar10Finetune()

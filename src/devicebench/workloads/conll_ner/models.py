@@ -1,5 +1,5 @@
 """The conll_ner models in torch, built from configurations with random weights (no download), or
-around a pretrained BERT that ner_backend loads (``weights: pretrained``).
+around a pretrained BERT that backend.py loads (``weights: pretrained``).
 
 ``bert_tokencls``: transformers' BertForTokenClassification, the whole model fine-tuned.
 ``bilstm_cnn_bert``: Spark NLP's NerDL architecture: each word's BERT embedding (its first word
@@ -29,16 +29,6 @@ BERT_SIZES = {
         "intermediate_size": 512,
     },
 }
-
-
-def model_spec(name: str) -> tuple[str, str]:
-    """(architecture, BERT size) of a conll_ner model name."""
-    from devicebench.workloads.conll_ner import MODELS
-
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown conll_ner model {name!r}; known: {', '.join(MODELS)}") from None
 
 
 def bert_config(size: str, vocab_size: int, num_labels: int, max_positions: int = 512):

@@ -1,0 +1,178 @@
+"""The layout ARCHITECTURE.md asks for, kept: no import cycle, one module per workload behind the
+registry, a light registry, and no task name outside workloads/."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devicebench.workloads import NAMES, get
+from devicebench.workloads.base import Workload
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+PACKAGE = SRC / "devicebench"
+FRAMEWORKS = ("torch", "tensorflow", "keras", "transformers")
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> set[str]:
+    """The devicebench modules an import statement depends on (a submodule where it names one)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            parts = module.split(".")[: None if is_package else -1]
+            parts = parts[: len(parts) - (node.level - 1)]
+            base = ".".join(parts + ([base] if base else []))
+        subs = [f"{base}.{alias.name}" for alias in node.names]
+        names = [name for name in subs if name in modules]
+        if len(names) < len(subs):
+            names.append(base)
+    found = set()
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """devicebench's imports, those inside functions included, `if TYPE_CHECKING:` excluded."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        skipped = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for inner in ast.walk(node)
+        }
+        graph[module] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skipped:
+                graph[module] |= _targets(node, module, path.name == "__init__.py", modules)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert "devicebench.workloads.base" in graph  # the walk found the package
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_registered_name_has_its_workload(name):
+    workload = get(name)
+    assert isinstance(workload, Workload)
+    assert workload is importlib.import_module(f"devicebench.workloads.{name}").WORKLOAD
+    assert workload.spec.name == name
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The frameworks a fresh interpreter has imported after running `code`."""
+    report = f"print(json.dumps(sorted(set({FRAMEWORKS!r}) & set(sys.modules))))"
+    probe = f"{code}\nimport json, sys\n{report}"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_the_registry_imports_no_framework():
+    code = "from devicebench.workloads import specs, get, NAMES\nspecs()\n[get(n) for n in NAMES]"
+    assert _loaded_after(code) == []
+
+
+def test_planning_the_grid_imports_no_framework():
+    code = (
+        "import yaml\n"
+        "from devicebench.config import check_config\n"
+        "from devicebench.grid import expand_grid\n"
+        "study = yaml.safe_load(open('config/study.yaml'))\n"
+        "default = yaml.safe_load(open('config/config.yaml'))\n"
+        "from devicebench.config import combine_configs\n"
+        "cells = expand_grid(check_config(combine_configs(default, [study], "
+        "{'check_devices': False})))\n"
+        "assert len(cells) > 1000"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_no_task_name_outside_workloads():
+    """Framework loops, serving, aggregates and the runner find a task through the registry."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if "workloads" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in NAMES:
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_no_source_file_is_over_400_lines():
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}
