@@ -62,7 +62,7 @@ def agreement(predicted: np.ndarray, reference: np.ndarray) -> float:
     return float((predicted == reference).mean())
 
 
-def verdict(share: float, accuracy: float | None, reference_accuracy: float | None) -> dict:
+def verdict(share: float, reference_accuracy: float | None) -> dict:
     """The quality section's words on agreement: both figures and the flag."""
     return {
         "agreement_fp32": share,
