@@ -15,7 +15,7 @@ from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.devices import has_device
-from devicebench.engines import FORMATS, MODEL_ENGINES
+from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
@@ -219,8 +219,10 @@ def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
     model_engine = extra.get("engine") in MODEL_ENGINES
     if model_engine and values["framework"] != "torch":
         return False
-    if model_engine and (values["precision"] not in FORMATS or extra.get("compile") == "compiled"):
-        return False  # tf32/fp16 and torch.compile are torch's, not an exported model's
+    if model_engine and values["precision"] not in ENGINE_FORMATS[extra["engine"]]:
+        return False  # tf32/fp16 are torch's; ONNX Runtime has no bf16
+    if model_engine and extra.get("compile") == "compiled":
+        return False  # torch.compile is torch's, not an exported model's
     return values["precision"] != "int8" or model_engine
 
 

@@ -26,6 +26,9 @@ MODEL_ENGINES = ("onnxruntime", "openvino")
 PACKAGES: dict[str, str] = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
 # Number formats an engine may be asked for; int8 is post-training quantization (infer only).
 FORMATS = ("fp32", "bf16", "int8")
+# The formats each model engine has a path for (ONNX Runtime's CPU provider has no bf16 kernels
+# for these models): the grid makes no cell of another.
+ENGINE_FORMATS = {"onnxruntime": ("fp32", "int8"), "openvino": FORMATS}
 REDUCED_FORMATS = ("bf16", "int8")
 
 
