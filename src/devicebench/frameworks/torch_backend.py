@@ -7,7 +7,6 @@ BCE-with-logits; CIFAR-10 batches are augmented on the device inside the timed l
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import numpy as np
@@ -105,18 +104,6 @@ class TorchBackend(TorchDevice):
     @property
     def test_samples(self) -> int:
         return len(self.y_test)
-
-    def sync(self) -> None:
-        """Wait for queued device work, so a host clock read after it is honest."""
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        elif self.device.type == "mps":
-            torch.mps.synchronize()
-
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def new_model(self, seed: int) -> None:
         """A fresh model and optimizer: every repetition starts from the same weights."""

@@ -3,6 +3,7 @@ One place, so the classic and transformer cells time alike."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 
@@ -46,9 +47,23 @@ def timed_batches(
 
 
 class TorchDevice:
-    """Mixin of a backend with a `device` attribute: its peak device memory."""
+    """Mixin of a backend with a `device` and an `autocast_dtype`: device sync, autocast, peak
+    device memory."""
 
     device: torch.device
+    autocast_dtype: torch.dtype | None
+
+    def sync(self) -> None:
+        """Wait for queued device work, so a host clock read after it is honest."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        elif self.device.type == "mps":
+            torch.mps.synchronize()
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def peak_device_memory_mb(self) -> float | None:
         if self.device.type == "cuda":

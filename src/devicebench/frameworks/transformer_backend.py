@@ -14,7 +14,6 @@ batches there and synchronizes only at the end of a call. What it adds:
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -105,11 +104,6 @@ class TransformerBackend(TorchDevice):
     def sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def new_model(self, seed: int) -> None:
         """Fresh initial weights from `seed` and a new optimizer; the compiled graph is kept."""

@@ -11,7 +11,6 @@ pretrained`` the BERT (frozen, or fine-tuned whole with a fresh head) is the che
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -195,17 +194,6 @@ class NerBackend(TorchDevice):
     @property
     def test_samples(self) -> int:
         return self.test.size
-
-    def sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        elif self.device.type == "mps":
-            torch.mps.synchronize()
-
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     @torch.no_grad()
     def _embed_all(self, split: _Split) -> torch.Tensor:
