@@ -219,3 +219,34 @@ def test_cpu_features_say_whether_a_format_is_native():
     assert amx["native_bf16"] and amx["native_int8"] and format_note("bf16", amx) is None
     plain = cpu_features(["avx2"])
     assert "emulated" in format_note("bf16", plain) and format_note("int8", plain)
+
+
+@pytest.mark.parametrize("engine", ["onnxruntime", "openvino"])
+def test_the_scoring_server_serves_through_an_engine_as_torch_does(tmp_path, engine):
+    import httpx
+
+    from devicebench.data import load_dataset
+    from devicebench.serving.process import ServerProcess
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path, train_samples=4, test_samples=8
+    )
+    images = list(load_dataset(manifest).x_test)
+    server = {"framework": "torch", "model": "mobilenetv2", "image_size": 32, "threads": 1}
+    answers = {}
+    for name in ("inprocess", engine):
+        with ServerProcess(**server, engine=name, max_batch=4) as running:
+            replies = [
+                httpx.post(
+                    f"{running.url}/predict",
+                    content=image,
+                    headers={"content-type": "image/jpeg"},
+                    timeout=60,
+                )
+                for image in images
+            ]
+            assert all(r.status_code == 200 for r in replies), replies[0].text
+            answers[name] = [r.json()["class"] for r in replies]
+            if name != "inprocess":
+                assert running.health["engine"] == engine, running.health
+    assert answers[engine] == answers["inprocess"]  # same weights, same top-1

@@ -86,3 +86,14 @@ def export_onnx(model: torch.nn.Module, example: Batch) -> tuple[Path, dict[str,
         "export_s": time.perf_counter() - start,
         "onnx": path.name,
     }
+
+
+class Logits(torch.nn.Module):
+    """A transformers classifier called with pixel_values positionally, returning logits."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        return self.model(pixel_values=pixel_values).logits

@@ -183,6 +183,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument(
+        "--engine", default="inprocess", help="inprocess (the framework), onnxruntime, openvino"
+    )
     parser.add_argument("--image-size", type=int, default=224, help="image tasks: input size")
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
@@ -229,6 +232,7 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
         seq_len=args.seq_len,
         tokenizer=args.tokenizer,
         buckets=args.batch_buckets,
+        engine=args.engine,
     )
 
 

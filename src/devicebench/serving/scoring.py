@@ -59,6 +59,7 @@ def make_scorer(
     seq_len: int = 128,
     tokenizer: Path | str | None = None,
     buckets: str = "auto",
+    engine: str = "inprocess",
 ) -> Scorer:
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
     padding its batches to `buckets` (see batch_buckets)."""
@@ -76,6 +77,7 @@ def make_scorer(
         image_size=image_size,
         seq_len=seq_len,
         tokenizer=tokenizer,
+        **({} if engine == "inprocess" else {"engine": engine}),
     )
     scorer.buckets = sizes
     scorer.info["batch_buckets"] = list(sizes)

@@ -51,7 +51,8 @@ class ServeImage(ServeWorkload):
     def make_scorer(
         self, framework: str, model: str, device: str, precision: str, **options: Any
     ) -> Scorer:
-        return image_scorer(framework, model, device, precision, int(options["image_size"]))
+        size, engine = int(options["image_size"]), str(options.get("engine", "inprocess"))
+        return image_scorer(framework, model, device, precision, size, engine)
 
     def serve_skip_reason(self, framework: str, model: str) -> str | None:
         return skip_reason(framework, model)
@@ -104,10 +105,16 @@ def decode_jpeg(body: bytes, size: int) -> np.ndarray:
 
 
 def image_scorer(
-    framework: str, model: str, device: str, precision: str, image_size: int
+    framework: str,
+    model: str,
+    device: str,
+    precision: str,
+    image_size: int,
+    engine: str = "inprocess",
 ) -> Scorer:
-    """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier."""
-    classifier = Classifier(framework, model, image_size, device, precision)
+    """serve_image: JPEG bytes in, decoded and resized, stacked, scored by the classifier (on an
+    inference engine where `engine` names one: devicebench.engines)."""
+    classifier = Classifier(framework, model, image_size, device, precision, engine)
     return Scorer(
         content_type=ServeImage.content_type,
         body="the JPEG bytes of one image",
@@ -116,7 +123,7 @@ def image_scorer(
         predict=classifier.predict,
         parameters=classifier.parameters,
         warmup=np.zeros((image_size, image_size, 3), np.uint8),
-        info={"image_size": image_size},
+        info={"image_size": image_size, **classifier.engine_info},
     )
 
 
@@ -139,15 +146,65 @@ class Classifier:
 
     parameters: int
 
-    def __init__(self, framework: str, model: str, image_size: int, device: str, precision: str):
+    def __init__(
+        self,
+        framework: str,
+        model: str,
+        image_size: int,
+        device: str,
+        precision: str,
+        engine: str = "inprocess",
+    ):
         reason = skip_reason(framework, model)
         if reason:
             raise ValueError(reason)
         self.framework, self.model_name, self.image_size = framework, model, image_size
-        self.device, self.precision = device, precision
-        self._predict = (
-            self._build_torch() if framework == "torch" else self._build_keras(framework)
+        self.device, self.precision, self.engine = device, precision, engine
+        self.engine_info: dict[str, Any] = {}
+        if engine != "inprocess":
+            self._predict = self._build_engine()
+        elif framework == "torch":
+            self._predict = self._build_torch()
+        else:
+            self._predict = self._build_keras(framework)
+
+    def _build_engine(self):
+        """The torch model exported to an inference engine (devicebench.engines), normalised
+        inputs in; the server's threads are the engine's."""
+        import torch
+        import transformers
+
+        from devicebench import engines
+        from devicebench.engines.base import LoadOptions
+        from devicebench.engines.export import Logits
+
+        if self.framework != "torch":
+            raise ValueError(f"engine {self.engine} serves torch models, not {self.framework}")
+        config_name, model_name, arguments = TORCH_ARCHITECTURES[self.model_name]
+        config = getattr(transformers, config_name)(
+            num_labels=NUM_CLASSES, image_size=self.image_size, **arguments
         )
+        torch.manual_seed(0)
+        model = Logits(getattr(transformers, model_name)(config).eval())
+        self.parameters = sum(p.numel() for p in model.parameters())
+        size = self.image_size
+        example = {"pixel_values": np.zeros((1, 3, size, size), np.float32)}
+        options = LoadOptions(
+            precision=self.precision, threads=torch.get_num_threads(), device=self.device
+        )
+        loaded = engines.get(self.engine).load(model, example, options)
+        self.engine_info = {"engine": self.engine, "engine_ran": str(loaded.info.get("format_ran"))}
+        mean = np.asarray(_MEAN, np.float32).reshape(1, 3, 1, 1)
+        std = np.asarray(_STD, np.float32).reshape(1, 3, 1, 1)
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = batch.transpose(0, 3, 1, 2).astype(np.float32) / 255
+            logits = loaded.run({"pixel_values": np.ascontiguousarray((x - mean) / std)})
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+            probabilities = exp / exp.sum(axis=1, keepdims=True)
+            return probabilities.argmax(axis=1), probabilities.max(axis=1)
+
+        return predict
 
     def _build_torch(self):
         import torch
