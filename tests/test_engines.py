@@ -250,3 +250,22 @@ def test_the_scoring_server_serves_through_an_engine_as_torch_does(tmp_path, eng
             if name != "inprocess":
                 assert running.health["engine"] == engine, running.health
     assert answers[engine] == answers["inprocess"]  # same weights, same top-1
+
+
+def test_the_engines_table_sets_int8_and_bf16_cells_against_fp32_torch():
+    import pandas as pd
+
+    from devicebench.aggregate.engines import engine_table
+
+    base = {"task": "mnist_cnn", "model": "cnn", "framework": "torch", "device": "cpu"}
+    base |= {"threads": 2, "device_label": "cpu:2t", "batch_size": 32, "mode": "infer"}
+    rows = [
+        {"engine": None, "precision": "fp32", "samples_per_s": 100.0},  # no axis: torch
+        {"engine": None, "precision": "bf16", "samples_per_s": 150.0},
+        {"engine": "openvino", "precision": "int8", "samples_per_s": 400.0},
+        {"engine": None, "precision": "fp32", "samples_per_s": 50.0, "task": "mnist_mlp"},
+    ]
+    frame = pd.DataFrame([base | {"status": "ok", "accuracy": 0.5} | row for row in rows])
+    table = engine_table(frame)
+    by = {(r.engine, r.precision): r.relative_throughput for r in table.itertuples()}
+    assert by == {("inprocess", "fp32"): 1.0, ("inprocess", "bf16"): 1.5, ("openvino", "int8"): 4.0}
