@@ -269,3 +269,10 @@ def test_the_engines_table_sets_int8_and_bf16_cells_against_fp32_torch():
     table = engine_table(frame)
     by = {(r.engine, r.precision): r.relative_throughput for r in table.itertuples()}
     assert by == {("inprocess", "fp32"): 1.0, ("inprocess", "bf16"): 1.5, ("openvino", "int8"): 4.0}
+
+
+def test_a_transformer_int8_cell_trains_in_fp32_and_quantizes_after(data, tmp_path):
+    record = _run(data, tmp_path, cell("text_classify", "bert-tiny", 8, "onnxruntime", "int8"))
+    section = record["engine"]
+    assert section["trained_in"] == "fp32" and section["quantization"] == "dynamic"
+    assert 0.0 <= record["quality"]["agreement_fp32"] <= 1.0

@@ -58,7 +58,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         result["status"], result["message"] = "ok", ""
         return result
-    backend, threads_reported = make_backend(workload, settings, dataset)
+    torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
+    backend, threads_reported = make_backend(workload, torch_settings, dataset)
     backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if str(settings.get("engine", "inprocess")).startswith("spark"):  # scored on Spark

@@ -133,6 +133,14 @@ def wrap_backend(backend: Any, settings: dict[str, Any]) -> Any:
     return backend
 
 
+def torch_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings the cell's torch backend is built with: int8 is post-training quantization
+    of a model torch trained (untimed) in fp32."""
+    if str(settings["precision"]) == "int8":
+        return settings | {"precision": "fp32"}
+    return settings
+
+
 def needs_reference(settings: dict[str, Any]) -> bool:
     """bf16, int8 and engine cells are checked against torch fp32."""
     reduced = str(settings["precision"]) in engines.REDUCED_FORMATS
@@ -149,6 +157,7 @@ def finish(result: dict[str, Any], backend: Any, settings: dict[str, Any], score
     section: dict[str, Any] = {"name": engines.engine_name(settings.get("engine", "inprocess"))}
     if isinstance(backend, EngineBackend):
         section |= backend.info
+        section["trained_in"] = torch_settings(settings)["precision"]
     else:
         autocast = precision in ("bf16", "fp16")
         section["format_ran"] = f"{precision} autocast" if autocast else precision
