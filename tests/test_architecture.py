@@ -176,3 +176,20 @@ def test_no_source_file_is_over_400_lines():
         if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+def test_no_package_name_is_shadowed_by_its_submodule():
+    """Importing `pkg.x` sets `pkg.x` to the module: a function `x` in pkg/__init__.py would be
+    replaced by it (cifar10_finetune's keras_port() was, once its Keras port was imported)."""
+    shadowed = []
+    for init in PACKAGE.rglob("__init__.py"):
+        children = {p.stem for p in init.parent.glob("*.py")} | {
+            p.name for p in init.parent.iterdir() if (p / "__init__.py").exists()
+        }
+        for node in ast.parse(init.read_text()).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in children:
+                shadowed.append(f"{init.relative_to(REPO)}: {node.name}")
+            if isinstance(node, ast.Assign):
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                shadowed += [f"{init.relative_to(REPO)}: {n}" for n in names & children]
+    assert shadowed == []

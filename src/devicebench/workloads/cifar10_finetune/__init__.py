@@ -160,7 +160,7 @@ KERAS_MISSING = {
 }
 
 
-def keras_port(model: str) -> bool:
+def has_keras_port(model: str) -> bool:
     """Whether the model has a Keras port (keras.applications, parameter parity checked)."""
     from devicebench.workloads.cifar10_finetune.keras_port import APPLICATIONS
 
@@ -172,7 +172,7 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
     from devicebench.workloads.base import keras_hub_only, keras_skip_reason
 
     model = str(settings["model"])
-    if settings["framework"] == "torch" or keras_port(model):
+    if settings["framework"] == "torch" or has_keras_port(model):
         return _pretrained_keras_skip(settings)
     family = MODELS[model][0]
     missing = KERAS_MISSING[family]
