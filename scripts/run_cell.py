@@ -23,7 +23,8 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
-from devicebench.grid import AXES, SPARK_SETTINGS, make_cell  # noqa: E402
+from devicebench.engines import MODEL_ENGINES  # noqa: E402
+from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.output_space import OutputUnusable  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
 from devicebench.workloads import NAMES, get  # noqa: E402
@@ -37,7 +38,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--framework", default="torch")
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
-    axes.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
+    axes.add_argument(
+        "--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "int8"]
+    )
     axes.add_argument("--batch-size", type=int, default=128)
     axes.add_argument("--mode", default="train", choices=["train", "infer", "serve", "converge"])
     axes.add_argument(
@@ -47,8 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     axes.add_argument(
         "--engine",
-        choices=ENGINES,
-        help="how an infer cell scores: in-process, a Spark batch job, Spark Structured Streaming",
+        choices=[*ENGINES, *MODEL_ENGINES],
+        help="how an infer cell scores: in-process, a Spark batch job, Spark Structured "
+        "Streaming, ONNX Runtime or OpenVINO",
     )
     axes.add_argument(
         "--axis",
@@ -98,6 +102,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     spark.add_argument("--spark-driver-memory", help="spark.driver.memory, e.g. 2g (default 1g)")
     spark.add_argument("--spark-stream-interval-s", type=float, help="seconds between files")
     spark.add_argument("--spark-stream-timeout-s", type=float, help="limit on one stream run")
+    run.add_argument("--engine-hint", choices=["LATENCY", "THROUGHPUT"], help="openvino cells")
+    run.add_argument("--engine-requests", type=int, help="openvino THROUGHPUT: requests in flight")
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
     run.add_argument("--serve", help="serve cells: JSON of serve settings (image_size, ...)")
@@ -200,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         settings["memory_limit_mb"] = args.memory_limit_mb
     if args.profile:
         settings["profile"] = 1
-    for key in SPARK_SETTINGS:
+    for key in (*SPARK_SETTINGS, *ENGINE_SETTINGS):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     if args.serve:

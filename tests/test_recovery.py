@@ -67,6 +67,18 @@ def test_a_duplicate_key_stops_the_run_naming_file_and_lines(tmp_path, tiny_conf
     assert not (tmp_path / "results").exists()
 
 
+def test_a_merge_key_may_be_overridden_but_a_plain_key_not_twice(tmp_path):
+    """`<<: *anchor` then a key it brought is an override (study.yaml's converge cells), not a
+    duplicate; the same key twice beside a merge still is."""
+    merged = tmp_path / "merged.yaml"
+    merged.write_text("a: &base {target: 0.88, epochs: 5}\nb: {<<: *base, target: 0.9}\n")
+    assert read_yaml(merged)["b"] == {"target": 0.9, "epochs": 5}
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("a: &base {target: 0.88}\nb: {<<: *base, epochs: 1, epochs: 2}\n")
+    with pytest.raises(ConfigError, match=r"line 2: key 'epochs' is given twice"):
+        read_yaml(twice)
+
+
 def test_a_yaml_syntax_error_is_named_with_file_and_line_by_the_check(tmp_path):
     """Snakemake reads --configfile before the workflow runs and says only that the file is not
     valid YAML; README points to this check, which names the file and line."""

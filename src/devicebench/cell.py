@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, environment, spark
+from devicebench import __version__, engines, environment, spark
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
@@ -184,6 +184,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     device = settings["device"]
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
     skip = launch.skip_reason(settings) or spark.skip_reason(settings)
+    skip = skip or engines.skip_reason(settings)  # an engine or format this cell cannot run
     if not skip and settings["mode"] == "serve":
         from devicebench.serving.scoring import skip_reason
 

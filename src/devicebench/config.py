@@ -192,7 +192,7 @@ def _check_duplicates(study: dict[str, Any]) -> None:
     lists = {key: study[key] for key in ("frameworks", "precisions", "modes", "batch_sizes")}
     lists["devices.cpu.threads"] = study["devices"].get("cpu", {}).get("threads", [])
     for task, settings in study["tasks"].items():
-        keys = ["models", "frameworks", "batch_sizes", "precisions"]
+        keys = ["models", "frameworks", "batch_sizes", "precisions", "engines"]
         keys += [axis_key(a) for a in specs()[task].axes]
         for key in keys:
             lists[f"tasks.{task}.{key}"] = settings.get(key, [])

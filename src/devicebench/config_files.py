@@ -23,11 +23,14 @@ def _loader():
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
-        """A safe loader that refuses a mapping holding the same key twice."""
+        """A safe loader that refuses a mapping holding the same key twice (a key that a merge,
+        `<<: *anchor`, brings in may be given again: that is what a merge is for)."""
 
         def construct_mapping(self, node, deep=False):
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
                 key = self.construct_object(key_node, deep=True)
                 line = key_node.start_mark.line + 1
                 if key in seen:

@@ -17,6 +17,7 @@ from devicebench.config import ConfigError
 from devicebench.converge import converge_run, task_modes
 from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
+from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
@@ -86,6 +87,8 @@ SPARK_SETTINGS = tuple(
         "stream_timeout_s",
     )
 )
+# Settings of OpenVINO cells (config key `openvino`), run settings prefixed with `engine_`.
+ENGINE_SETTINGS = ("engine_hint", "engine_requests")
 KNOWN_FLAGS = set(AXES) | {
     "dataset",
     "epochs",
@@ -102,6 +105,7 @@ KNOWN_FLAGS = set(AXES) | {
     "gpus",
     "engine",
     *SPARK_SETTINGS,
+    *ENGINE_SETTINGS,
     "serve",
     "converge",
     "weights",
@@ -181,7 +185,9 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             )
             weights, source = cell_weights(settings, model)  # none for random weights
             mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
-            for scale, more in _scale_axes(study, mode):
+            for scale, more in _scale_axes(study, mode, settings, values):
+                if not runnable(values, scale):
+                    continue
                 cells.append(
                     make_cell(values, dict(extra) | weights | scale, mode_run | source | more)
                 )
@@ -191,19 +197,43 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
     return _apply_profiles(cells, study.get("profile_cells", []))
 
 
-def _scale_axes(study: dict[str, Any], mode: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _scale_axes(
+    study: dict[str, Any], mode: str, task: dict[str, Any], values: dict[str, Any]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """(extra axes, extra settings) of a cell's scale-out variants, only where the config asks,
     so that other configs keep their cell paths and hashes: the `gpus` axis of train cells
-    (devices on CUDA, ranks on the CPU) and the `engine` axis of infer cells (Spark)."""
+    (devices on CUDA, ranks on the CPU) and the `engine` axis of infer cells (study key
+    `infer_engines`: Spark, ONNX Runtime, OpenVINO) and of a task's infer and serve cells (task
+    key `engines`). From a task's `engines` alone, `inprocess` (torch, the default) adds no axis,
+    so a config that adds engines keeps its in-process cells' ids."""
     if mode == "train" and "gpus" in study:
         return [({"gpus": count}, {}) for count in study["gpus"]]
-    if mode == "infer" and "infer_engines" in study:
-        spark = {f"spark_{key}": value for key, value in study.get("spark", {}).items()}
-        return [
-            ({"engine": engine}, spark if engine.startswith("spark") else {})
-            for engine in study["infer_engines"]
-        ]
-    return [({}, {})]
+    study_engines = study.get("infer_engines") if mode == "infer" else None
+    task_engines = task.get("engines") if mode in ("infer", "serve") else None
+    if study_engines is None and task_engines is None:
+        return [({}, {})]
+    spark = {f"spark_{key}": value for key, value in study.get("spark", {}).items()}
+    openvino = {f"engine_{key}": value for key, value in study.get("openvino", {}).items()}
+    variants = []
+    for engine in task_engines or study_engines:
+        hidden = engine == "inprocess" and study_engines is None
+        more = spark if engine.startswith("spark") else openvino if engine == "openvino" else {}
+        variants.append(({} if hidden else {"engine": engine}, more))
+    return variants
+
+
+def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
+    """Whether a combination of axes can exist at all: the onnxruntime and openvino engines
+    score torch models, and int8 is their post-training format (no train cells, no int8 in
+    torch or Keras). Combinations that exist but cannot run here are skipped, not dropped."""
+    model_engine = extra.get("engine") in MODEL_ENGINES
+    if model_engine and values["framework"] != "torch":
+        return False
+    if model_engine and values["precision"] not in ENGINE_FORMATS[extra["engine"]]:
+        return False  # tf32/fp16 are torch's; ONNX Runtime has no bf16
+    if model_engine and extra.get("compile") == "compiled":
+        return False  # torch.compile is torch's, not an exported model's
+    return values["precision"] != "int8" or model_engine
 
 
 def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import driver, environment, limits
+from devicebench.engines import cell as cell_engines
 from devicebench.precision_math import precision_math
 from devicebench.record import write_atomic
 from devicebench.workloads import get
@@ -74,14 +75,20 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         result["status"], result["message"] = "ok", ""
         return result
-    math = torch_precision_math(settings)  # before any model is built
-    backend, threads_reported = make_backend(workload, settings, dataset)
+    torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
+    math = torch_precision_math(torch_settings)  # before any model is built
+    backend, threads_reported = make_backend(workload, torch_settings, dataset)
+    backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings["mode"] == "converge":  # train to a target quality (devicebench.converge)
         from devicebench.converge import run_converge as run
-    if settings.get("engine", "inprocess") != "inprocess":  # an infer cell scored on Spark
+    if str(settings.get("engine", "inprocess")).startswith("spark"):  # scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset, quality=workload.quality)
+    if cell_engines.needs_reference(settings):  # bf16, int8, engines: agreement with fp32
+        cell_engines.finish(
+            result, backend, settings, lambda p, loss: workload.quality(dataset, p, loss)
+        )
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic

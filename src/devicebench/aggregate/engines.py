@@ -29,7 +29,9 @@ COLUMNS = [
 
 
 def engine_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per infer cell where the config has an engine axis, against its in-process cell.
+    """One row per infer cell where the config has an engine axis, against the fp32 in-process
+    (torch) cell of the same model, device and batch: Spark, ONNX Runtime and OpenVINO cells,
+    and their bf16 and int8 cells.
 
     p50/p99 are per batch in-process and per Spark job's micro-batch end to end in streaming.
     """
@@ -38,11 +40,18 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     others = [c for c in extra_axis_columns(df) if c != "engine"]
     keys = [*KEYS, *others]
     pair = pairing_columns(df)  # one machine boot and one code version per ratio
-    infer = df[df["mode"].eq("infer") & df["engine"].notna()]
+    infer = df[df["mode"].eq("infer")].copy()
+    # A task's `engines` key gives its torch (in-process) cells no axis: they are the base too.
+    infer["engine"] = infer["engine"].fillna(BASE_ENGINE)
     work = _select(infer, [*keys, *pair, "engine", *VALUES])
-    work["_group"] = _group_key(work, [*keys, *pair])
-    work["_crossed"] = base_elsewhere(_group_key(work, keys), work["engine"].eq(BASE_ENGINE))
-    base = work[work["engine"].eq(BASE_ENGINE)].drop_duplicates("_group")
+    # Each cell against the fp32 in-process cell of its model, whatever its own format.
+    group_keys = [k for k in keys if k != "precision"]
+    work["_group"] = _group_key(work, [*group_keys, *pair])
+    work = work[work.groupby("_group")["engine"].transform(lambda e: (e != BASE_ENGINE).any())]
+    fp32 = work["precision"].eq("fp32") if "precision" in work else True
+    is_base = work["engine"].eq(BASE_ENGINE) & fp32
+    work["_crossed"] = base_elsewhere(_group_key(work, group_keys), is_base)
+    base = work[is_base].drop_duplicates("_group")
     base = base[["_group", "status", "samples_per_s", "accuracy"]].rename(
         columns={
             "status": "_base_status",

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.engines.base import EngineView
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
 
 
@@ -168,6 +169,14 @@ class TorchBackend(TorchDevice):
                 model(self.x_test[step * batch : (step + 1) * batch])
 
         return timed_batches(self.device, range(steps), forward, self.sync)
+
+    def engine_view(self) -> EngineView:
+        """The trained model and the data, for an inference engine (devicebench.engines)."""
+
+        def inputs(split: str, start: int, stop: int) -> dict[str, torch.Tensor]:
+            return {"x": (self.x_test if split == "test" else self.x_train)[start:stop]}
+
+        return EngineView(self.model, inputs, self.y_test, binary=self.binary)
 
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from devicebench.engines.base import EngineView
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
 from devicebench.precision_math import apply_precision_math
 from devicebench.workloads.base import TaskSpec
@@ -182,6 +183,19 @@ class TransformerBackend(TorchDevice):
             self.sync,
         )
 
+    def engine_view(self) -> EngineView:
+        """The trained eager module and the data, for an inference engine (devicebench.engines):
+        the module takes the batch's tensors positionally, in the order `prepare` gives them."""
+        splits = {"train": self.train, "test": self.test}
+
+        def inputs(split: str, start: int, stop: int) -> dict[str, torch.Tensor]:
+            batch = self._batch(splits[split], slice(start, stop))
+            batch.pop("labels")
+            return batch
+
+        keys = tuple(inputs("test", 0, 1))
+        return EngineView(Positional(self.module, keys), inputs, self.test["labels"])
+
     @torch.inference_mode()
     def evaluate(self) -> tuple[np.ndarray, float]:
         """Predictions for the whole test set and its mean loss (untimed, eager module)."""
@@ -243,3 +257,14 @@ def architecture(auto_class: str, model: str, source: str, num_labels: int) -> L
 
     config = load_config(model, source, num_labels)
     return Logits(getattr(transformers, auto_class).from_config(config))
+
+
+class Positional(torch.nn.Module):
+    """A module called with keyword tensors, callable with them positionally (for export)."""
+
+    def __init__(self, model: torch.nn.Module, keys: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model, self.keys = model, keys
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.keys, inputs, strict=True)))

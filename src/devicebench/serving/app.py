@@ -197,6 +197,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="mobilenetv2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument(
+        "--engine", default="inprocess", help="inprocess (the framework), onnxruntime, openvino"
+    )
     parser.add_argument("--image-size", type=int, default=224, help="image tasks: input size")
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
@@ -256,6 +259,7 @@ def scorer_of(args: argparse.Namespace) -> Scorer:
         tokenizer=args.tokenizer,
         buckets=args.batch_buckets,
         max_pixels=args.max_pixels,
+        engine=args.engine,
     )
 
 

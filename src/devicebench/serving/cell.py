@@ -89,6 +89,7 @@ def make_server(
         model=settings["model"],
         device=settings["device"],
         precision=settings["precision"],
+        engine=str(settings.get("engine", "inprocess")),
         threads=int(settings["threads_resolved"]),
         image_size=int(serve["image_size"]),
         max_batch=int(settings["batch_size"]),

@@ -46,6 +46,7 @@ class ServerProcess:
         task: str | None = None,  # default: the first serve task (serve_image)
         device: str = "cpu",
         precision: str = "fp32",
+        engine: str = "inprocess",
         threads: int = 0,
         image_size: int = 224,
         seq_len: int = 128,
@@ -81,6 +82,7 @@ class ServerProcess:
             module,
             *("--framework", framework, "--model", model, "--device", device),
             *("--precision", precision),
+            *(() if engine == "inprocess" else ("--engine", engine)),
             *task_arguments(task, image_size, seq_len, tokenizer),
             *("--max-batch", str(max_batch), "--batch-buckets", batch_buckets),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),

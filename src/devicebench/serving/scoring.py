@@ -60,6 +60,7 @@ def make_scorer(
     tokenizer: Path | str | None = None,
     buckets: str = "auto",
     max_pixels: int | None = None,
+    engine: str = "inprocess",
 ) -> Scorer:
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
     padding its batches to `buckets` (see batch_buckets); images over `max_pixels` (None: the
@@ -84,6 +85,7 @@ def make_scorer(
         seq_len=seq_len,
         tokenizer=tokenizer,
         max_pixels=max_pixels,
+        **({} if engine == "inprocess" else {"engine": engine}),
     )
     scorer.buckets = sizes
     scorer.info["batch_buckets"] = list(sizes)

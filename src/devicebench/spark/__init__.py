@@ -10,8 +10,8 @@ ENGINES = ("inprocess", "spark", "spark-streaming")
 
 def skip_reason(settings: dict) -> str | None:
     """Why a Spark infer cell cannot run, or None (checked before the cell starts any work)."""
-    engine = settings.get("engine", "inprocess")
-    if engine == "inprocess":
+    engine = str(settings.get("engine", "inprocess"))
+    if not engine.startswith("spark"):
         return None
     if settings["mode"] != "infer":
         return f"engine {engine} applies to infer cells only"

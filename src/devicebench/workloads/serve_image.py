@@ -52,8 +52,8 @@ class ServeImage(ServeWorkload):
         self, framework: str, model: str, device: str, precision: str, **options: Any
     ) -> Scorer:
         max_pixels = int(options.get("max_pixels") or DEFAULT_MAX_PIXELS)
-        image_size = int(options["image_size"])
-        return image_scorer(framework, model, device, precision, image_size, max_pixels)
+        size, engine = int(options["image_size"]), str(options.get("engine", "inprocess"))
+        return image_scorer(framework, model, device, precision, size, max_pixels, engine)
 
     def serve_skip_reason(self, framework: str, model: str) -> str | None:
         return skip_reason(framework, model)
@@ -91,10 +91,12 @@ def image_scorer(
     precision: str,
     image_size: int,
     max_pixels: int = DEFAULT_MAX_PIXELS,
+    engine: str = "inprocess",
 ) -> Scorer:
     """serve_image: JPEG bytes in (at most `max_pixels` by their header), decoded and
-    resized (decode.py), stacked, scored by the classifier."""
-    classifier = Classifier(framework, model, image_size, device, precision)
+    resized (decode.py), stacked, scored by the classifier (on an inference engine where
+    `engine` names one: devicebench.engines)."""
+    classifier = Classifier(framework, model, image_size, device, precision, engine)
     return Scorer(
         content_type=ServeImage.content_type,
         body="the JPEG bytes of one image",
@@ -103,7 +105,7 @@ def image_scorer(
         predict=classifier.predict,
         parameters=classifier.parameters,
         warmup=np.zeros((image_size, image_size, 3), np.uint8),
-        info={"image_size": image_size, "max_pixels": max_pixels},
+        info={"image_size": image_size, "max_pixels": max_pixels, **classifier.engine_info},
     )
 
 
@@ -126,15 +128,65 @@ class Classifier:
 
     parameters: int
 
-    def __init__(self, framework: str, model: str, image_size: int, device: str, precision: str):
+    def __init__(
+        self,
+        framework: str,
+        model: str,
+        image_size: int,
+        device: str,
+        precision: str,
+        engine: str = "inprocess",
+    ):
         reason = skip_reason(framework, model)
         if reason:
             raise ValueError(reason)
         self.framework, self.model_name, self.image_size = framework, model, image_size
-        self.device, self.precision = device, precision
-        self._predict = (
-            self._build_torch() if framework == "torch" else self._build_keras(framework)
+        self.device, self.precision, self.engine = device, precision, engine
+        self.engine_info: dict[str, Any] = {}
+        if engine != "inprocess":
+            self._predict = self._build_engine()
+        elif framework == "torch":
+            self._predict = self._build_torch()
+        else:
+            self._predict = self._build_keras(framework)
+
+    def _build_engine(self):
+        """The torch model exported to an inference engine (devicebench.engines), normalised
+        inputs in; the server's threads are the engine's."""
+        import torch
+        import transformers
+
+        from devicebench import engines
+        from devicebench.engines.base import LoadOptions
+        from devicebench.engines.export import Logits
+
+        if self.framework != "torch":
+            raise ValueError(f"engine {self.engine} serves torch models, not {self.framework}")
+        config_name, model_name, arguments = TORCH_ARCHITECTURES[self.model_name]
+        config = getattr(transformers, config_name)(
+            num_labels=NUM_CLASSES, image_size=self.image_size, **arguments
         )
+        torch.manual_seed(0)
+        model = Logits(getattr(transformers, model_name)(config).eval())
+        self.parameters = sum(p.numel() for p in model.parameters())
+        size = self.image_size
+        example = {"pixel_values": np.zeros((1, 3, size, size), np.float32)}
+        options = LoadOptions(
+            precision=self.precision, threads=torch.get_num_threads(), device=self.device
+        )
+        loaded = engines.get(self.engine).load(model, example, options)
+        self.engine_info = {"engine": self.engine, "engine_ran": str(loaded.info.get("format_ran"))}
+        mean = np.asarray(_MEAN, np.float32).reshape(1, 3, 1, 1)
+        std = np.asarray(_STD, np.float32).reshape(1, 3, 1, 1)
+
+        def predict(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = batch.transpose(0, 3, 1, 2).astype(np.float32) / 255
+            logits = loaded.run({"pixel_values": np.ascontiguousarray((x - mean) / std)})
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+            probabilities = exp / exp.sum(axis=1, keepdims=True)
+            return probabilities.argmax(axis=1), probabilities.max(axis=1)
+
+        return predict
 
     def _build_torch(self):
         import torch

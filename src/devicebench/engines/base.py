@@ -1,0 +1,89 @@
+"""The interface every engine implements, and what a loaded model hands back.
+
+``Engine.load`` takes a torch model (forward takes its inputs positionally, in the order of the
+example's keys, and returns logits) and makes it ready to score on the engine: exported,
+quantized, compiled. It is called once per cell, outside the timed window; what it did and how
+long it took goes into ``Loaded.info``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+Batch = dict[str, np.ndarray]
+
+
+@dataclass
+class LoadOptions:
+    """How a cell asks an engine to load its model."""
+
+    precision: str = "fp32"  # fp32, bf16 or int8
+    threads: int = 1
+    device: str = "cpu"
+    hint: str = "LATENCY"  # openvino's performance hint
+    requests: int | None = None  # openvino requests in flight (THROUGHPUT; None: the engine's)
+    calibration: list[Batch] | None = None  # int8: batches of training inputs
+    convolutional: bool = False  # int8: static quantization (convolutions) or dynamic
+    compile: bool = False  # torch: torch.compile the model (first call outside timing)
+
+
+@dataclass
+class Loaded:
+    """A model ready on an engine: score one batch, or several with requests in flight."""
+
+    run: Callable[[Batch], np.ndarray]
+    info: dict[str, Any] = field(default_factory=dict)
+    run_many: Callable[[list[Batch]], tuple[list[np.ndarray], list[float]]] | None = None
+
+    def score_all(self, batches: list[Batch]) -> tuple[list[np.ndarray], list[float]]:
+        """Logits of every batch and each batch's latency (s), in flight together if it can."""
+        if self.run_many is not None:
+            return self.run_many(batches)
+        import time
+
+        outputs, latencies = [], []
+        for batch in batches:
+            start = time.perf_counter()
+            outputs.append(self.run(batch))
+            latencies.append(time.perf_counter() - start)
+        return outputs, latencies
+
+
+class Engine(ABC):
+    """One inference engine: its name, what it supports, and how it loads a model."""
+
+    name: ClassVar[str]
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    formats: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "int8")
+
+    def skip_reason(self, device: str, precision: str) -> str | None:
+        """Why this engine cannot run `precision` on `device` here, or None."""
+        if device not in self.devices:
+            return f"engine {self.name} runs on {', '.join(self.devices)} here, not {device}"
+        if precision not in self.formats:
+            return f"engine {self.name} has no {precision} path (it runs {', '.join(self.formats)})"
+        return None
+
+    @abstractmethod
+    def load(self, model: Any, example: Batch, options: LoadOptions) -> Loaded:
+        """`model` (eval mode, fp32 weights) made ready to score batches like `example`."""
+
+
+@dataclass
+class EngineView:
+    """What a torch backend hands an engine: its model and its data, task names unknown.
+
+    ``model``'s forward takes the inputs positionally, in the order of ``inputs``' keys, and
+    returns logits (one per sample for a binary task); ``inputs(split, start, stop)`` are the
+    tensors of samples start..stop of "train" or "test"; ``labels`` those of the test split.
+    """
+
+    model: Any
+    inputs: Callable[[str, int, int], dict[str, Any]]
+    labels: Any
+    binary: bool = False
