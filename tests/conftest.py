@@ -26,7 +26,14 @@ TINY_CONFIG = {
     "datasets": {"mnist": {"source": "synthetic", "train_samples": 256, "test_samples": 128}},
     "tasks": {
         "mnist_mlp": {"models": ["mlp"], "epochs": 1, "steps_per_epoch": 4},
-        "mnist_cnn": {"models": ["cnn"], "epochs": 1, "steps_per_epoch": 2},
+        # fp32 in-process only: not the default config's CPU engines and formats of mnist_cnn
+        "mnist_cnn": {
+            "models": ["cnn"],
+            "epochs": 1,
+            "steps_per_epoch": 2,
+            "precisions": ["fp32"],
+            "engines": ["inprocess"],
+        },
     },
     "exclude": [],
 }

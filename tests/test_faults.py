@@ -93,7 +93,12 @@ def faulty_run(tmp_path_factory):
         datasets={"mnist": {"source": "synthetic", "train_samples": 2048, "test_samples": 256}},
         tasks={
             "mnist_mlp": {"models": ["mlp"], "epochs": 1, "steps_per_epoch": 4},
-            "mnist_cnn": {"models": ["cnn"], "batch_sizes": [2048], "memory_limit_mb": 100},
+            "mnist_cnn": {
+                "models": ["cnn"],
+                "batch_sizes": [2048],
+                "memory_limit_mb": 100,
+                "precisions": ["fp32"],
+            },
         },
         exclude=[{"task": "mnist_cnn", "mode": "infer"}],
     )
