@@ -47,11 +47,12 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     # Each cell against the fp32 in-process cell of its model, whatever its own format.
     group_keys = [k for k in keys if k != "precision"]
     work["_group"] = _group_key(work, [*group_keys, *pair])
-    work = work[work.groupby("_group")["engine"].transform(lambda e: (e != BASE_ENGINE).any())]
     fp32 = work["precision"].eq("fp32") if "precision" in work else True
-    is_base = work["engine"].eq(BASE_ENGINE) & fp32
-    work["_crossed"] = base_elsewhere(_group_key(work, group_keys), is_base)
-    base = work[is_base].drop_duplicates("_group")
+    work["_is_base"] = work["engine"].eq(BASE_ENGINE) & fp32
+    # before the filter below: a base of another boot or version still marks a row unpaired
+    work["_crossed"] = base_elsewhere(_group_key(work, group_keys), work["_is_base"])
+    work = work[work.groupby("_group")["engine"].transform(lambda e: (e != BASE_ENGINE).any())]
+    base = work[work["_is_base"]].drop_duplicates("_group")
     base = base[["_group", "status", "samples_per_s", "accuracy"]].rename(
         columns={
             "status": "_base_status",
