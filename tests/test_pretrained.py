@@ -63,6 +63,7 @@ def _config(tiny_config: dict, task: str = "text_classify", **settings) -> dict:
 def _text(tiny_config: dict, source, **more) -> dict:
     settings = {"models": ["bert-tiny"], "batch_sizes": [4], "epochs": 1, "steps_per_epoch": 2}
     settings |= {"seq_lens": [16], "weights": "pretrained", "pretrained": {"bert-tiny": source}}
+    settings |= {"precisions": ["fp32"], "engines": ["inprocess"]}  # not the quick config's
     return _config(tiny_config, **(settings | more))
 
 

@@ -29,6 +29,8 @@ def _config() -> dict:
             "epochs": 1,
             "steps_per_epoch": 2,
             "seq_lens": [32],
+            "precisions": ["fp32"],  # not the quick config's CPU formats of text_classify
+            "engines": ["inprocess"],
         },
         "cifar10_finetune": {
             "models": ["vit-tiny"],
