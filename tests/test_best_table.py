@@ -44,6 +44,7 @@ def record(tmp: Path, name: str, *, device: str, rate: float, **more) -> Path:
             "boot_id": more.pop("boot", BOOT),
         },
         "provenance": {"code_version": more.pop("code", CODE)},
+        "quality": more.pop("quality", {}),
     }
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(body))
@@ -123,6 +124,19 @@ def test_engine_compile_gpus_and_other_axes_name_the_configuration(tmp_path):
     assert row.gpu_config == gpu
     # two GPUs cost 8 $/h; the break-even price is per GPU
     assert row.breakeven_gpu_usd_per_hour == pytest.approx(4.0 * row.cost_ratio)
+
+
+def test_a_cell_below_the_fp32_agreement_is_never_a_device_best(tmp_path):
+    """An int8 cell twice as fast as fp32 but agreeing on 98 % of predictions is not the CPU's
+    best; the same cell at 99.5 % is."""
+    below = {"agreement_fp32": 0.98, "quality_below_reference": True}
+    within = {"agreement_fp32": 0.995, "quality_below_reference": False}
+    fp32 = record(tmp_path, "fp32", device="cpu", rate=1000.0)
+    int8 = record(tmp_path, "int8", device="cpu", rate=2000.0, precision="int8", quality=below)
+    best = table([fp32, int8]).set_index("pick")
+    assert best.loc["fastest", "cpu_cell"] == "fp32" and best.loc["cheapest", "cpu_cell"] == "fp32"
+    int8 = record(tmp_path, "int8", device="cpu", rate=2000.0, precision="int8", quality=within)
+    assert table([fp32, int8]).set_index("pick").loc["fastest", "cpu_cell"] == "int8"
 
 
 def test_joules_per_sample_come_from_the_cells_frame_when_it_has_them(tmp_path):

@@ -6,7 +6,9 @@ precision, threads, engine, compile) against the GPU's best, and prices the diff
 hourly price at which its cost per sample equals the CPU's (the break-even price).
 
 Cells are compared only within one (boot_id, code_version) group: one machine boot and one code
-version, so two leases or two code versions never make a ratio.
+version, so two leases or two code versions never make a ratio. A cell whose reduced format
+(bf16, int8, another engine) agrees with torch fp32 on fewer than 99 % of held-out predictions
+(quality_below_reference) is never a device's best: its speed was bought with its answers.
 """
 
 from __future__ import annotations
@@ -51,7 +53,11 @@ def best_table(cells: pd.DataFrame) -> pd.DataFrame:
 
     `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
     """
-    ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)].copy()
+    ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)]
+    if "quality_below_reference" in ok.columns:
+        below = ok["quality_below_reference"].astype("boolean").fillna(False).astype(bool)
+        ok = ok[~below]
+    ok = ok.copy()
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
     for col in ("boot_id", "code_version", "model"):

@@ -36,6 +36,7 @@ USAGE_COLUMNS = """
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
     perplexity precision_micro recall_micro threads_requested precision_math
+    agreement_fp32 quality_below_reference
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
@@ -76,7 +77,7 @@ FLOAT_COLUMNS = (
     *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
     *energy.FLOATS,
 )
-BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged")
+BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged", "quality_below_reference")
 STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
@@ -210,6 +211,7 @@ def _row(path: Path) -> dict[str, Any]:
     for key in (
         *("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"),
         *("precision_micro", "recall_micro"),  # entity-level (NER); absent elsewhere
+        *("agreement_fp32", "quality_below_reference"),  # bf16, int8 and engine cells
     ):
         row[key] = _get(_section(record, "quality"), key)
     for key in ("peak_host_mb", "peak_device_mb"):
