@@ -61,7 +61,8 @@ def test_an_unknown_precision_is_refused():
 
 
 @pytest.mark.parametrize(
-    ("framework", "precision"), [("torch", "fp32"), ("torch", "tf32"), ("keras-torch", "fp32")]
+    ("framework", "precision"),
+    [("torch", "fp32"), ("torch", "tf32"), ("keras-torch", "fp32"), ("keras-tensorflow", "fp32")],
 )
 def test_a_cell_records_the_math_it_ran(tmp_path, framework, precision):
     prepare_dataset("mnist", "synthetic", tmp_path, seed=7, train_samples=64, test_samples=32)
@@ -88,7 +89,8 @@ def test_a_cell_records_the_math_it_ran(tmp_path, framework, precision):
     )
     assert record["status"] == "ok", record["message"]
     assert record["model"]["precision_math"] == precision
-    assert record["model"]["precision_flags"] == EXPECTED[precision]
+    flags = {"tensorflow_tf32": False} if framework == "keras-tensorflow" else EXPECTED[precision]
+    assert record["model"]["precision_flags"] == flags
     assert record["environment"]["boot_id"] and record["environment"]["hostname"]
     assert record["provenance"]["code_clean"] == (
         not record["provenance"]["code_version"].endswith("+dirty")

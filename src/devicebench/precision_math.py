@@ -39,6 +39,17 @@ def apply_precision_math(precision: str) -> dict[str, Any]:
     return {"precision_math": math, "precision_flags": torch_math_flags()}
 
 
+def apply_tensorflow_precision_math(precision: str) -> dict[str, Any]:
+    """TensorFlow's own TF32 switch (on by default on Ampere and later GPUs), set the same way;
+    called once the cell's threads are set (TensorFlow fixes them at its first op)."""
+    import tensorflow as tf
+
+    math = precision_math(precision)
+    tf.config.experimental.enable_tensor_float_32_execution(math == "tf32")
+    flags = {"tensorflow_tf32": bool(tf.config.experimental.tensor_float_32_execution_enabled())}
+    return {"precision_math": math, "precision_flags": flags}
+
+
 def torch_math_flags() -> dict[str, Any]:
     """The switches as torch reports them now (what actually applied, for the record)."""
     import torch

@@ -78,6 +78,10 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
     math = torch_precision_math(torch_settings)  # before any model is built
     backend, threads_reported = make_backend(workload, torch_settings, dataset)
+    if settings["framework"] == "keras-tensorflow":  # its threads are set now
+        from devicebench.precision_math import apply_tensorflow_precision_math
+
+        math = apply_tensorflow_precision_math(torch_settings["precision"])
     backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings["mode"] == "converge":  # train to a target quality (devicebench.converge)
