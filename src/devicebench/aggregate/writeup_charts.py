@@ -127,7 +127,7 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
     header = alt.Header(labelLimit=0, labelFontSize=10, labelAngle=0, labelAlign="left")
     chart = (
         alt.Chart(alt.Data(values=long.to_dict(orient="records")))
-        .mark_line()
+        .mark_line(point=alt.OverlayMarkDef(size=12))  # a window of one sample is still drawn
         .encode(
             x=alt.X("t:Q", title="s into timed section"),
             y=alt.Y("percent:Q", scale=alt.Scale(domain=[0, 100]), title="%"),
