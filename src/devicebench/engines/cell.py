@@ -51,6 +51,19 @@ def _numpy(inputs: dict[str, Any]) -> Batch:
     return {k: np.ascontiguousarray(v.detach().cpu().numpy()) for k, v in inputs.items()}
 
 
+def engine_inputs(
+    view: EngineView, batch: int, precision: str, train_samples: int
+) -> tuple[list[Batch], list[Batch] | None]:
+    """The test split in batches, and for int8 the calibration batches (training inputs)."""
+    test = len(view.labels)
+    batches = [_numpy(view.inputs("test", s, s + batch)) for s in range(0, test, batch)]
+    if precision != "int8":
+        return batches, None
+    count = min(CALIBRATION_BATCHES, train_samples // batch)
+    calibration = [_numpy(view.inputs("train", i * batch, (i + 1) * batch)) for i in range(count)]
+    return batches, calibration
+
+
 class EngineBackend:
     """A torch backend whose trained model is scored on another engine (see module doc)."""
 
@@ -76,17 +89,11 @@ class EngineBackend:
         """Export, quantize and compile the trained model: once, before the timed window."""
         start = time.perf_counter()
         view = view_of(self.inner, self.axis)
-        batch, precision = self.batch_size, str(self.settings["precision"])
-        test = len(view.labels)
+        precision = str(self.settings["precision"])
         self.view = view
-        self.batches = [_numpy(view.inputs("test", s, s + batch)) for s in range(0, test, batch)]
-        calibration = None
-        if precision == "int8":
-            train = int(self.inner.train_samples)
-            count = min(CALIBRATION_BATCHES, train // batch)
-            calibration = [
-                _numpy(view.inputs("train", i * batch, (i + 1) * batch)) for i in range(count)
-            ]
+        self.batches, calibration = engine_inputs(
+            view, self.batch_size, precision, int(self.inner.train_samples)
+        )
         options = LoadOptions(
             precision=precision,
             threads=int(self.settings["threads_resolved"]),

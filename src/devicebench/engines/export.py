@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from devicebench.engines.base import Batch
+from devicebench.engines.onnx_constants import unshare_initializers
 
 _PROCESS_CACHE: Path | None = None
 
@@ -44,6 +45,16 @@ def model_key(model: torch.nn.Module, example: Batch) -> str:
     for name, array in example.items():
         digest.update(f"{name}:{array.shape[1:]}:{array.dtype}".encode())
     return f"{type(model).__name__}-{digest.hexdigest()[:16]}"
+
+
+def batches_key(batches: list[Batch]) -> str:
+    """A digest of a list of input batches (calibration data: what an int8 model depends on)."""
+    digest = hashlib.sha256()
+    for batch in batches:
+        for name, array in batch.items():
+            digest.update(f"{name}:{array.shape}:{array.dtype}".encode())
+            digest.update(np.ascontiguousarray(array).view(np.uint8).ravel())
+    return digest.hexdigest()[:16]
 
 
 def export_onnx(model: torch.nn.Module, example: Batch) -> tuple[Path, dict[str, Any]]:
@@ -80,11 +91,13 @@ def export_onnx(model: torch.nn.Module, example: Batch) -> tuple[Path, dict[str,
                 f"dynamo exporter: {second}"
             ) from second
         method = "torch.onnx (dynamo)"
+    unshared = unshare_initializers(tmp)
     os.replace(tmp, path)
     return path, {
         "export": method,
         "export_s": time.perf_counter() - start,
         "onnx": path.name,
+        "shared_constants_unshared": unshared,
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from devicebench.engines.base import Batch, Engine, Loaded, LoadOptions
-from devicebench.engines.export import export_onnx
+from devicebench.engines.export import batches_key, export_onnx
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
@@ -38,7 +38,9 @@ def quantize(fp32: Path, options: LoadOptions) -> tuple[Path, dict[str, Any]]:
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
 
     kind = "static" if options.convolutional else "dynamic"
-    path = fp32.with_name(f"{fp32.stem}.int8-{kind}.onnx")
+    static = kind == "static" and options.calibration
+    data = f"-{batches_key(options.calibration)}" if static else ""
+    path = fp32.with_name(f"{fp32.stem}.int8-{kind}{data}.onnx")
     info: dict[str, Any] = {"quantization": kind}
     if kind == "static":
         if not options.calibration:

@@ -21,8 +21,24 @@ HINTS = ("LATENCY", "THROUGHPUT")
 PRECISION_HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
 
 
+# Models converted or quantized in this process, by weights, inputs (and calibration): a second
+# load of the same model (another format, or benchmarks/cell_vs_bare.py's bare run) reuses them.
+_MEMO: dict[str, Any] = {}
+
+
 def convert(model: Any, example: Batch) -> tuple[Any, dict[str, Any]]:
-    """The OpenVINO model of a torch model, and how it was converted."""
+    """The OpenVINO model of a torch model (converted now, or earlier in this process)."""
+    from devicebench.engines.export import model_key
+
+    key = model_key(model, example)
+    if key in _MEMO:
+        return _MEMO[key], {"export": "cached (this process)", "export_s": 0.0}
+    converted, info = _convert(model, example)
+    _MEMO[key] = converted
+    return converted, info
+
+
+def _convert(model: Any, example: Batch) -> tuple[Any, dict[str, Any]]:
     import openvino as ov
     import torch
 
@@ -49,17 +65,23 @@ def quantize(converted: Any, options: LoadOptions) -> tuple[Any, dict[str, Any]]
     """NNCF post-training int8 of `converted`, calibrated on the cell's training batches."""
     import nncf
 
+    from devicebench.engines.export import batches_key
+
     if not options.calibration:
         raise ValueError("int8 (NNCF) quantization needs calibration data; none was given")
-    start = time.perf_counter()
     preset = {} if options.convolutional else {"model_type": nncf.ModelType.TRANSFORMER}
-    dataset = nncf.Dataset(options.calibration, lambda batch: list(batch.values()))
-    quantized = nncf.quantize(converted, dataset, subset_size=len(options.calibration), **preset)
-    return quantized, {
+    info = {
         "quantization": "nncf " + ("transformer" if preset else "default") + " preset",
         "calibration_batches": len(options.calibration),
-        "quantize_s": time.perf_counter() - start,
     }
+    key = f"{id(converted)}-{batches_key(options.calibration)}-{bool(preset)}"
+    if key in _MEMO:
+        return _MEMO[key], info | {"quantize_s": 0.0, "quantized": "cached (this process)"}
+    start = time.perf_counter()
+    dataset = nncf.Dataset(options.calibration, lambda batch: list(batch.values()))
+    quantized = nncf.quantize(converted, dataset, subset_size=len(options.calibration), **preset)
+    _MEMO[key] = quantized
+    return quantized, info | {"quantize_s": time.perf_counter() - start}
 
 
 class OpenVinoEngine(Engine):
