@@ -68,6 +68,11 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
         return f"engine {engine} runs torch models exported from the cell; this cell is {framework}"
     if precision not in FORMATS:
         return f"engine {engine} runs {', '.join(FORMATS)}; not {precision}"
+    if settings["mode"] == "serve" and precision == "int8":
+        return (
+            f"engine {engine} int8 serve cell: the scoring server has no training data to "
+            "calibrate the post-training quantization with; int8 is measured by infer cells"
+        )
     if not installed(engine):
         return f"engine {engine}: the {PACKAGES[engine]} package is not installed"
     return get(engine).skip_reason(str(settings["device"]), precision)

@@ -184,7 +184,8 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
 
 def _inputs(settings, serve, health) -> dict[str, Any]:
     """What one request holds: the image size, or the text's token limit and the padding."""
-    return get(settings["task"]).request_fields(serve, health)
+    engine = {key: health[key] for key in ("engine", "engine_ran") if key in health}
+    return get(settings["task"]).request_fields(serve, health) | engine
 
 
 def _replica_peaks(stats: dict[str, Any]) -> list[float] | None:

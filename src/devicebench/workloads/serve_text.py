@@ -104,8 +104,8 @@ class ServeText(ServeWorkload):
         tokenizer = options.get("tokenizer")
         if not tokenizer:
             raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
-        seq_len = int(options["seq_len"])
-        return text_scorer(framework, model, device, precision, seq_len, tokenizer)
+        seq_len, engine = int(options["seq_len"]), str(options.get("engine", "inprocess"))
+        return text_scorer(framework, model, device, precision, seq_len, tokenizer, engine)
 
     def server_arguments(
         self, *, image_size: int, seq_len: int, tokenizer: Path | str | None
@@ -197,6 +197,44 @@ class TextClassifier:
             return classes.cpu().numpy(), scores.cpu().numpy()
 
 
+class EngineTextClassifier(TextClassifier):
+    """The sequence classifier exported to an inference engine (devicebench.engines), scoring
+    batches padded to seq_len: the exported model's inputs have a fixed sequence length."""
+
+    def __init__(self, model: str, device: str, precision: str, seq_len: int, engine: str):
+        import torch
+
+        from devicebench import engines
+        from devicebench.engines.base import LoadOptions
+        from devicebench.frameworks.transformer_backend import Positional
+
+        super().__init__(model, device, "fp32", seq_len)
+        example = {
+            "input_ids": np.full((1, seq_len), 5, dtype=np.int64),
+            "attention_mask": np.ones((1, seq_len), dtype=np.int64),
+        }
+        options = LoadOptions(precision=precision, threads=torch.get_num_threads(), device=device)
+        wrapped = Positional(self.model, tuple(example)).eval()
+        self.loaded = engines.get(engine).load(wrapped, example, options)
+        self.engine_info = {"engine": engine, "engine_ran": str(self.loaded.info.get("format_ran"))}
+
+    def predict(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        logits = np.asarray(self.loaded.run(batch), dtype=np.float32)
+        exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities = exp / exp.sum(axis=-1, keepdims=True)
+        return probabilities.argmax(axis=-1), probabilities.max(axis=-1)
+
+
+def pad_to(rows: list[np.ndarray], seq_len: int) -> dict[str, np.ndarray]:
+    """As pad_longest, every batch padded to `seq_len` (an engine's fixed input shape)."""
+    ids = np.full((len(rows), seq_len), PAD_ID, dtype=np.int64)
+    mask = np.zeros((len(rows), seq_len), dtype=np.int64)
+    for index, row in enumerate(rows):
+        ids[index, : len(row)] = row[:seq_len]
+        mask[index, : min(len(row), seq_len)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 def text_scorer(
     framework: str,
     model: str,
@@ -204,25 +242,33 @@ def text_scorer(
     precision: str,
     seq_len: int,
     tokenizer: Path | str,
+    engine: str = "inprocess",
 ) -> Scorer:
-    """serve_text: UTF-8 text in, tokenized and cut to `seq_len`, padded to the batch's longest,
-    scored by the sequence classifier (torch only, as the text_classify workload)."""
+    """serve_text: UTF-8 text in, tokenized and cut to `seq_len`, padded to the batch's longest
+    (to seq_len on an inference engine), scored by the sequence classifier (torch only, as the
+    text_classify workload, or its export on `engine`)."""
     reason = skip_reason({"framework": framework, "model": model})
     if reason:
         raise ValueError(reason)
     if not Path(tokenizer).is_file():
         raise ValueError(f"tokenizer file {tokenizer} not found: prepare the imdb data first")
-    classifier = TextClassifier(model, device, precision, seq_len)
+    info: dict[str, Any] = {"seq_len": seq_len, "padding": "longest in batch"}
+    collate: Any = pad_longest
+    if engine == "inprocess":
+        classifier = TextClassifier(model, device, precision, seq_len)
+    else:
+        classifier = EngineTextClassifier(model, device, precision, seq_len, engine)
+        collate = partial(pad_to, seq_len=seq_len)
+        info |= {"padding": "to seq_len (the engine's fixed shape)", **classifier.engine_info}
     return Scorer(
         content_type=ServeText.content_type,
         body="one review as UTF-8 text",
         decode=partial(decode_text, tokenizer=str(tokenizer), seq_len=seq_len),
-        collate=pad_longest,
+        collate=collate,
         predict=classifier.predict,
         parameters=classifier.parameters,
         warmup=np.full(seq_len, 5, dtype=np.int64),  # 5: the first non-special id
-        info={"seq_len": seq_len, "padding": "longest in batch", "tokenizer": Path(tokenizer).name}
-        | {"text_chars": text_chars(seq_len)},
+        info=info | {"tokenizer": Path(tokenizer).name, "text_chars": text_chars(seq_len)},
     )
 
 

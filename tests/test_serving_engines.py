@@ -1,0 +1,77 @@
+"""Serve cells on the CPU inference engines, for real: a tiny BERT (serve_text) and MobileNetV2 at
+32 px (serve_image) behind the scoring server, exported to ONNX Runtime and OpenVINO, every
+request answered; an int8 serve cell is skipped with its reason (the server has no calibration
+data)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from devicebench.data import prepare_dataset
+from devicebench.workloads import text_classify
+
+ENGINES = ["onnxruntime", "openvino"]
+
+
+@pytest.fixture(scope="module")
+def imdb(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("imdb")
+    manifest = prepare_dataset("imdb", "synthetic", folder, train_samples=64, test_samples=48)
+    text_classify.prepare_data(manifest.parent)
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jpeg")
+    return prepare_dataset("jpeg_images", "synthetic", folder, train_samples=8, test_samples=32)
+
+
+def serve_cell(task: str, model: str, engine: str, precision: str = "fp32", **extra):
+    from devicebench.grid import make_cell
+
+    values = dict(task=task, model=model, framework="torch", device="cpu", threads=1)
+    values |= dict(precision=precision, batch_size=4, mode="serve")
+    serve = {"requests": 24, "warmup_requests": 4, "stability_window_s": 0.05}
+    serve |= {"loadgen_scenarios": []} | ({"image_size": 32} if task == "serve_image" else {})
+    settings = {"dataset": "imdb" if task == "serve_text" else "jpeg_images", "epochs": 1}
+    settings |= {"steps_per_epoch": None, "learning_rate": 1.0, "repetitions": 1}
+    settings |= {"warmup_steps": 1, "seed": 1, "timeout_s": 300, "noise_cov": 0.1}
+    settings |= {"min_repetition_s": 0.0, "serve": json.dumps(serve)}
+    axes = {"clients": 4, "server": "uvicorn", "replicas": 1, "engine": engine, **extra}
+    return make_cell(values, axes, settings)
+
+
+def _run(the_cell, data, tmp_path):
+    from devicebench.cell import run_cell
+
+    out = tmp_path / "cell.json"
+    return run_cell(the_cell, data=data, out=out, extra={"log_dir": str(tmp_path)})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_serve_text_cell_scores_through_the_engine(imdb, tmp_path, engine):
+    record = _run(serve_cell("serve_text", "bert-tiny", engine, seq_len=32), imdb, tmp_path)
+    assert record["status"] == "ok", record["message"]
+    serving = record["serving"]
+    assert serving["engine"] == engine and serving["engine_ran"] == "fp32"
+    assert serving["padding"].startswith("to seq_len")
+    assert serving["pool"]["ok"] == 24 and serving["pool"]["errors"] == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_serve_image_cell_scores_through_the_engine(images, tmp_path, engine):
+    record = _run(serve_cell("serve_image", "mobilenetv2", engine), images, tmp_path)
+    assert record["status"] == "ok", record["message"]
+    serving = record["serving"]
+    assert serving["engine"] == engine and serving["engine_ran"] == "fp32"
+    assert serving["pool"]["ok"] == 24 and serving["pool"]["errors"] == 0
+
+
+def test_an_int8_serve_cell_is_skipped_with_the_reason(imdb, tmp_path):
+    the_cell = serve_cell("serve_text", "bert-tiny", "openvino", "int8", seq_len=32)
+    record = _run(the_cell, imdb, tmp_path)
+    assert record["status"] == "skipped"
+    assert "no training data to calibrate" in record["message"]
