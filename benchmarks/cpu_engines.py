@@ -50,6 +50,7 @@ VARIANTS = [
     ("openvino", "bf16", "LATENCY"),
     ("openvino", "bf16", "THROUGHPUT"),
     ("openvino", "int8", "LATENCY"),
+    ("openvino", "int8", "THROUGHPUT"),
 ]
 MODELS = ("bert-base", "distilbert", "resnet50", "mobilenetv2", "vit-base", "mnist-cnn")
 SMOKE = ("bert-tiny", "resnet-tiny", "mnist-cnn")
