@@ -23,17 +23,34 @@ def unshare_initializers(path: Path) -> int:
     graph = model.graph
     initializers = {init.name: init for init in graph.initializer}
     outputs = {out.name for out in graph.output}
-    keep, replaced = [], 0
+    keep, sources = [], set()
     for node in graph.node:
         source = node.input[0] if node.op_type == "Identity" and node.input else None
         if source in initializers and node.output[0] not in outputs:
             array = numpy_helper.to_array(initializers[source])
             graph.initializer.append(numpy_helper.from_array(array.copy(), node.output[0]))
-            replaced += 1
+            sources.add(source)
         else:
             keep.append(node)
-    if replaced:
-        del graph.node[:]
-        graph.node.extend(keep)
-        onnx.save(model, str(path))
+    if len(keep) == len(graph.node):
+        return 0
+    replaced = len(graph.node) - len(keep)
+    del graph.node[:]
+    graph.node.extend(keep)
+    used = _names_used(graph) | outputs
+    for init in [i for i in graph.initializer if i.name in sources - used]:
+        graph.initializer.remove(init)  # every use of it was an Identity
+    onnx.save(model, str(path))
     return replaced
+
+
+def _names_used(graph) -> set[str]:
+    """Every name a node of `graph` or of its subgraphs (If, Loop, Scan) takes as input."""
+    names = set()
+    for node in graph.node:
+        names.update(node.input)
+        for attribute in node.attribute:
+            subgraphs = [*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])]
+            for sub in subgraphs:
+                names |= _names_used(sub)
+    return names
