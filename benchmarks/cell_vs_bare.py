@@ -60,6 +60,7 @@ VARIANTS: list[tuple[str, str, str | None, int | None]] = [
     ("openvino", "int8", "THROUGHPUT", 4),
 ]
 GOAL = (0.9, 1.1)
+_TRAINED: dict[str, Any] = {}  # bare runs' trained backends, by the precision they trained in
 
 
 def cell_settings(model: str, variant: tuple, args: argparse.Namespace, data: Path) -> dict:
@@ -112,11 +113,15 @@ def bare(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     from devicebench.engines.cell import engine_inputs, is_convolutional, torch_settings
     from devicebench.workloads import get
 
-    workload = get(settings["task"])
     trained = torch_settings(settings)  # int8: torch trains in fp32, as the cell's does
-    backend = workload.make_backend(trained, workload.load_data(trained))
-    backend.new_model(int(settings["seed"]))
-    backend.train_steps(1)
+    key = str(trained["precision"])
+    if key not in _TRAINED:  # one backend per precision it trains in: the same weights
+        workload = get(settings["task"])
+        backend = workload.make_backend(trained, workload.load_data(trained))
+        backend.new_model(int(settings["seed"]))
+        backend.train_steps(1)
+        _TRAINED[key] = backend
+    backend = _TRAINED[key]
     view = backend.engine_view()
     precision = str(settings["precision"])
     batches, calibration = engine_inputs(view, args.batch, precision, backend.train_samples)
