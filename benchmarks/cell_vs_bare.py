@@ -134,12 +134,37 @@ def bare(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         calibration=calibration,
         convolutional=is_convolutional(view.model),
     )
-    loaded = engines.get(str(settings["engine"])).load(view.model.eval(), batches[0], options)
+    engine = engines.get(str(settings["engine"]))
+    loaded = engine.load(view.model.eval(), batches[0], options)
     row = timed(loaded, full, args.reps, args.min_s)
     outputs, _ = loaded.score_all(batches)
     row["predicted"] = [int(p) for o in outputs for p in top1(o, view.binary)]
     row["info"] = {k: v for k, v in loaded.info.items() if isinstance(v, int | float | str)}
+    if args.random_calibration and calibration and row["info"].get("calibration_batches"):
+        options.calibration = [random_like(batch, seed) for seed, batch in enumerate(calibration)]
+        other = engine.load(view.model.eval(), batches[0], options)
+        row["random_calibration"] = timed(other, full, args.reps, args.min_s)
     return row
+
+
+def random_like(batch: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Inputs of a batch's shapes and types with random content, as benchmarks/cpu_engines.py
+    calibrates: token ids drawn from the batch's range with every position attended (masks of
+    ones), images from a standard normal."""
+    import numpy as np
+
+    rng = np.random.default_rng(100 + seed)
+    out = {}
+    for name, array in batch.items():
+        if "mask" in name:
+            out[name] = np.ones_like(array)
+        elif np.issubdtype(array.dtype, np.integer):
+            high = int(array.max()) + 1
+            out[name] = rng.integers(min(int(array.min()), high - 1), high, array.shape)
+            out[name] = out[name].astype(array.dtype)
+        else:
+            out[name] = rng.standard_normal(array.shape).astype(array.dtype)
+    return out
 
 
 def run_model(model: str, args: argparse.Namespace, data: Path) -> list[dict[str, Any]]:
@@ -187,10 +212,12 @@ def line(row: dict[str, Any]) -> str:
         return f"{row['model']} {row['engine']} {row['format']}{hint}: {row['message']}"
     cell, bare_row, ratio = row["cell"], row["bare"], row["ratio"]
     verdict = "within 10 %" if GOAL[0] <= ratio <= GOAL[1] else "OUTSIDE 10 %"
+    other = bare_row.get("random_calibration")
+    more = f"; bare calibrated on random inputs {other['samples_per_s']:.1f}/s" if other else ""
     return (
         f"{row['model']} {row['engine']} {row['format']}{hint}: cell "
         f"{cell['samples_per_s']:.1f}/s, bare {bare_row['samples_per_s']:.1f}/s, "
-        f"cell/bare {ratio:.3f} ({verdict}); cell agreement {cell['agreement_fp32']} "
+        f"cell/bare {ratio:.3f} ({verdict}); cell agreement {cell['agreement_fp32']}{more} "
         f"[cell {cell['wall_s']:.0f} s, bare {bare_row['wall_s']:.0f} s]"
     )
 
@@ -199,8 +226,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     """Markdown: cell and bare samples/s, their ratio, x the torch fp32 cell, agreement."""
     out = [
         "| model | engine | format | hint (requests) | cell samples/s | bare samples/s | "
-        "cell / bare | x torch fp32 cell | cell agreement |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|",
+        "cell / bare | x torch fp32 cell | cell agreement | bare, random calibration |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     base = {
         r["model"]: r["cell"]["samples_per_s"]
@@ -215,15 +242,17 @@ def table(rows: list[dict[str, Any]]) -> str:
         )
         head = f"| {r['model']} | {r['engine']} | {r['format']} | {hint} |"
         if r["status"] != "ok":
-            out.append(f"{head} {r['status']}: {r['message'][:80]} | | | | |")
+            out.append(f"{head} {r['status']}: {r['message'][:80]} | | | | | |")
             continue
         cell = r["cell"]["samples_per_s"]
         times = f"{cell / base[r['model']]:.2f}" if r["model"] in base else ""
         agreement = r["cell"]["agreement_fp32"]
         agreement = "reference" if agreement is None else f"{agreement:.3f}"
+        other = r["bare"].get("random_calibration")
+        other = f"{other['samples_per_s']:.1f}" if other else ""
         out.append(
             f"{head} {cell:.1f} | {r['bare']['samples_per_s']:.1f} | {r['ratio']:.3f} | "
-            f"{times} | {agreement} |"
+            f"{times} | {agreement} | {other} |"
         )
     return "\n".join(out)
 
@@ -252,6 +281,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--min-s", type=float, default=1.0)
     parser.add_argument("--smoke", action="store_true", help="bert-tiny, batch 8, short windows")
+    parser.add_argument(
+        "--random-calibration",
+        action="store_true",
+        help="int8 rows: also time the engine bare with its quantization calibrated on random "
+        "inputs of the same shapes (as cpu_engines.py calibrates): does the data matter?",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # a model, run in this process
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
