@@ -6,7 +6,8 @@
     PYTHONPATH=src python benchmarks/cpu_engines.py --smoke      # tiny models, a few seconds each
 
 Per model and batch size, every variant below scores the same random-weight model on the same
-held-out inputs (random token ids / images, seeded): torch fp32 eager (what the study measured),
+held-out inputs (random token ids / images, seeded), with the thread variables a cell's worker
+gets (the script restarts itself with them): torch fp32 eager (what the study measured),
 torch bf16 autocast, torch.compile fp32 (--compile), ONNX Runtime fp32 and int8 (static QDQ for
 convolutional models, dynamic for the rest), OpenVINO f32, bf16 (LATENCY hint, one request;
 THROUGHPUT hint, several requests in flight through an AsyncInferQueue) and int8 (NNCF). Each is
@@ -293,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
         args.models, args.min_s, args.reps = ",".join(SMOKE), 0.2, 3
     args.batch = [int(b) for b in args.batch.split(",")]
     args.engines = [e for e in args.engines.split(",") if e]
+    from devicebench.threads import thread_environment
+
+    wanted = thread_environment(args.threads)
+    if __name__ == "__main__" and any(os.environ.get(k) != v for k, v in wanted.items()):
+        # as a cell's worker: thread pools sized by the environment before numpy/torch load
+        os.execve(sys.executable, [sys.executable, *sys.argv], os.environ | wanted)
     import torch
 
     torch.set_num_threads(args.threads)
@@ -300,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "host": platform.node(),
         "cpu": platform.processor() or cpu_model(),
         "threads": args.threads,
+        "thread_environment": {k: os.environ.get(k) for k in wanted},
         "cpu_features": cpu_features(),
         "versions": versions(),
         "inputs": "random token ids / images (seeded), random-weight models",
