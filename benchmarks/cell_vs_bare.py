@@ -203,6 +203,7 @@ def run_model(model: str, args: argparse.Namespace, data: Path) -> list[dict[str
         row["status"] = "ok"
         rows.append(row)
         print(line(row), flush=True)
+        args.json.write_text(json.dumps(rows, indent=1))  # a run cut short keeps its rows
     return rows
 
 
@@ -322,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         env |= {"DEVICEBENCH_ENGINE_CACHE": str(Path(tmp, "engines")), "PYTHONUNBUFFERED": "1"}
         for model in args.models.split(","):
             data = prepare(MODELS[model][2], Path(tmp), args)
-            out = Path(tmp, f"{model}.json")
+            folder = args.json.parent if args.json else Path(tmp)
+            out = folder / f"{args.json.stem if args.json else 'rows'}.{model}.json"
             command = [sys.executable, __file__, *(argv if argv is not None else sys.argv[1:])]
             command += ["--worker", model, "--data", str(data), "--json", str(out)]
             started = time.perf_counter()
