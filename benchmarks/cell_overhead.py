@@ -8,8 +8,8 @@
 Per group of records (default task, device, mode): cells, the median fixed cost (process start ->
 timed_start; records without `timings.marks` start at their job's start in the Snakemake log, else
 at provenance.created, whole seconds), its stages (each mark minus the one before), the timed
-window, the tail (timed_end -> record written, or the job's end in the log), the job's length in the log,
-and the gap from the job's end to the next cell job's start. --json writes every figure.
+window, the tail (timed_end -> record written, or the job's end in the log), the job's length in
+the log, and the gap from the job's end to the next cell job's start. --json writes every figure.
 """
 
 from __future__ import annotations
@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     if between:
         print(
             "record written -> next cell's process start: median "
-            f"{statistics.median(between):.2f} s over {len(between)} pairs (snakemake between two jobs, with the shell's start)"
+            f"{statistics.median(between):.2f} s over {len(between)} pairs "
+            "(snakemake between two jobs, with the shell's start)"
         )
     if args.json:
         document = {"by": list(args.by), "groups": summary, "records": rows, "gaps_s": between}
