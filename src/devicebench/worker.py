@@ -17,6 +17,7 @@ from devicebench import driver, environment, limits
 from devicebench.engines import cell as cell_engines
 from devicebench.marks import mark, marks
 from devicebench.precision_math import precision_math
+from devicebench.processes import exit_without_teardown
 from devicebench.record import write_atomic
 from devicebench.workloads import get
 from devicebench.workloads.base import Workload
@@ -152,4 +153,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

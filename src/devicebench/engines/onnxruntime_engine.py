@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from devicebench.engines.base import Batch, Engine, Loaded, LoadOptions
-from devicebench.engines.export import export_onnx
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
@@ -94,6 +93,8 @@ class OnnxRuntimeEngine(Engine):
 
     def load(self, model: Any, example: Batch, options: LoadOptions) -> Loaded:
         import onnxruntime
+
+        from devicebench.engines.export import export_onnx  # torch: here, not in the runner
 
         path, info = export_onnx(model, example)
         if options.precision == "int8":
