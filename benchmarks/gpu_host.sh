@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Run a study with the workflow itself on an offline GPU host, in a slice that ends in time.
 #
-#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR [PATTERN]
+#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR [BLOCK | PATTERN]
 #
+# BLOCK (a name under the config's `blocks`, scripts/blocks.py lists them) runs that block's cells:
+# a workload's CPU and GPU cells in one call, so that their ratios pair cells of one machine.
 # PATTERN (an extended regular expression over the records' paths, e.g. 'task~serve_image')
-# runs only the matching cells: one slice per workload, or a few cells again.
+# runs only the matching cells: a few cells again.
+# DEVICEBENCH_CODE_VERSION, when set, names the commit the copied tree was made from (records'
+# provenance.code_version; a copied tree's .git may be older than its files).
 # The host needs Python with torch; what it lacks (snakemake's closure, jsonschema, keras) travels
 # as wheels in .whl (README, Results). Cells whose records already lie under results/cells (carried
 # from an earlier slice) are not run again; the rest run one at a time until BUDGET_S, when
@@ -28,22 +32,26 @@ chmod +x /tmp/devicebench-bin/python
 export PATH=/tmp/devicebench-bin:$PATH PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export KERAS_HOME=/tmp/keras-home
-missing=$(python3 - "$config" <<'PY'
+started=$(date -u +%FT%TZ)
+if python3 scripts/blocks.py "$config" --block "$pattern" >/dev/null 2>&1; then
+    missing=$(python3 scripts/blocks.py "$config" --block "$pattern" --missing results/cells)
+else
+    missing=$(python3 - "$config" <<'PY'
 import sys
 from pathlib import Path
 sys.path.insert(0, "src")
-from devicebench.config import check_config, combine_configs, load_config
+from devicebench.config import check_config, combine_configs
+from devicebench.config_files import read_yaml
 from devicebench.grid import expand_grid
-import yaml
-default = yaml.safe_load(Path("config/config.yaml").read_text())
-study = check_config(combine_configs(default, [yaml.safe_load(Path(sys.argv[1]).read_text())]))
+study = check_config(combine_configs(read_yaml("config/config.yaml"), [read_yaml(sys.argv[1])]))
 for cell in expand_grid(study):
     path = Path("results/cells") / f"{cell.cell_id}.json"
     if not path.exists():
         print(path)
 PY
 )
-missing=$(echo "$missing" | grep -E "$pattern" || true)
+    missing=$(echo "$missing" | grep -E "$pattern" || true)
+fi
 echo "[gpu_host] $(echo "$missing" | grep -c . || true) cells to run, budget ${budget}s"
 status=0
 if [ -n "$missing" ]; then
@@ -53,5 +61,22 @@ if [ -n "$missing" ]; then
         --configfile "$config" >"$outdir/snakemake.log" 2>&1 || status=$?
 fi
 echo "[gpu_host] snakemake exit $status; $(find results/cells -name '*.json' | wc -l) records"
+# What this call was: the block (or pattern), the code, the machine, and which cells it ran.
+python3 - "$outdir/call-$(date +%H%M%S).json" "$pattern" "$started" "$status" "$missing" <<'PY'
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, "src")
+from devicebench.cell import code_version
+from devicebench.machine import boot_id
+out, selection, started, status, wanted = sys.argv[1:]
+wanted = [line for line in wanted.splitlines() if line]
+call = {"selection": selection, "started": started,
+        "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "snakemake_exit": int(status), "code_version": code_version(), "boot_id": boot_id(),
+        "cells_asked": len(wanted), "records_written": sum(Path(p).exists() for p in wanted),
+        "cells_without_record": [p for p in wanted if not Path(p).exists()]}
+Path(out).write_text(json.dumps(call, indent=1) + "\n")
+print(f"[gpu_host] {call['records_written']}/{len(wanted)} records; {out}")
+PY
 tar czf "$outdir/records-$(date +%H%M%S).tgz" results/cells results/logs/cells
 tail -5 "$outdir/snakemake.log" 2>/dev/null || true

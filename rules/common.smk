@@ -14,6 +14,7 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
+from devicebench.blocks import assign_blocks
 from devicebench.config import ConfigError, check_config, combine_configs
 from devicebench.config_files import read_yaml, typed_overrides
 from devicebench.devices import host_cores
@@ -45,6 +46,7 @@ try:
     config.update(combined)
     STUDY = check_config(config)
     GRID = {cell.cell_id: cell for cell in expand_grid(STUDY)}
+    assign_blocks(STUDY.get("blocks", {}), GRID.values())
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
 

@@ -31,7 +31,12 @@ from devicebench.workloads import get
 
 
 def code_version() -> str:
-    """The git commit of the code (with '+dirty' for uncommitted changes), else the version."""
+    """The git commit of the code (with '+dirty' for uncommitted changes), else the version.
+
+    DEVICEBENCH_CODE_VERSION names it on a host that receives a copy of the tree without its
+    current git history (benchmarks/gpu_host.sh sets it from the commit the call was made at)."""
+    if given := os.environ.get("DEVICEBENCH_CODE_VERSION"):
+        return f"{__version__}+{given}"
     try:
         commit = subprocess.run(
             ["git", "-C", str(REPO), "describe", "--always", "--dirty=+dirty"],

@@ -168,7 +168,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
         for model, framework, (device, threads), precision, batch, mode, extra in itertools.product(
             models,
             settings.get("frameworks", study["frameworks"]),
-            devices,
+            _task_devices(devices, settings),
             settings.get("precisions", study["precisions"]),
             batch_sizes,
             task_modes(study["modes"], spec.modes, settings),
@@ -185,6 +185,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             )
             weights, source = cell_weights(settings, model)  # none for random weights
             mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
+            if device == "cpu" and mode in ("train", "infer") and "cpu_steps_per_epoch" in settings:
+                mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
             for scale, more in _scale_axes(study, mode, settings, values):
                 if not runnable(values, scale):
                     continue
@@ -195,6 +197,17 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
         raise ConfigError(_empty_grid_reason(study))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
+
+
+def _task_devices(devices: list[tuple[str, Any]], task: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The study's (device, threads) pairs, with a task's own CPU thread counts (task key
+    `cpu_threads`, a thread sweep for a few tasks) in place of the study's."""
+    if "cpu_threads" not in task:
+        return devices
+    others = [entry for entry in devices if entry[0] != "cpu"]
+    if len(others) == len(devices):
+        return devices  # the study has no CPU
+    return [("cpu", threads) for threads in task["cpu_threads"]] + others
 
 
 def _scale_axes(

@@ -1,0 +1,71 @@
+"""A study's blocks: which cells each runs in one call, and which of them have records.
+
+python scripts/blocks.py config/h100.yaml                      # a table of the blocks
+python scripts/blocks.py config/h100.yaml --records DIR        # ... with records present
+python scripts/blocks.py config/h100.yaml --block NAME --missing results/cells
+    # the record paths of NAME's cells that have no record under results/cells, one a line
+    # (what benchmarks/gpu_host.sh hands snakemake as targets)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from devicebench.blocks import assign_blocks  # noqa: E402
+from devicebench.config import ConfigError, check_config, combine_configs  # noqa: E402
+from devicebench.config_files import read_yaml  # noqa: E402
+from devicebench.grid import expand_grid  # noqa: E402
+
+DEFAULT = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+
+
+def study_blocks(config: Path) -> dict[str, list]:
+    """The blocks of a study config (over the default config, as the workflow reads it)."""
+    study = check_config(combine_configs(read_yaml(DEFAULT), [read_yaml(config)]))
+    if not study.get("blocks"):
+        raise ConfigError(f"{config} has no `blocks`")
+    return assign_blocks(study["blocks"], expand_grid(study))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--block", help="one block's cells, one record path a line")
+    parser.add_argument(
+        "--missing", type=Path, help="with --block: only cells without a record here"
+    )
+    parser.add_argument("--records", type=Path, help="count the records present in this folder")
+    args = parser.parse_args(argv)
+    try:
+        blocks = study_blocks(args.config)
+    except ConfigError as error:
+        print(f"invalid config: {error}", file=sys.stderr)
+        return 2
+    if args.block:
+        if args.block not in blocks:
+            print(f"no block {args.block!r}; the blocks are {', '.join(blocks)}", file=sys.stderr)
+            return 2
+        for cell in blocks[args.block]:
+            path = Path("results/cells") / f"{cell.cell_id}.json"
+            if args.missing is None or not (args.missing / f"{cell.cell_id}.json").exists():
+                print(path)
+        return 0
+    print("| block | cells | CPU | GPU | with a record |")
+    print("|---|---:|---:|---:|---:|")
+    for name, cells in blocks.items():
+        cpu = sum(cell.values["device"] == "cpu" for cell in cells)
+        have = (
+            ""
+            if args.records is None
+            else sum((args.records / f"{cell.cell_id}.json").exists() for cell in cells)
+        )
+        print(f"| {name} | {len(cells)} | {cpu} | {len(cells) - cpu} | {have} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

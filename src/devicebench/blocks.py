@@ -1,0 +1,73 @@
+"""Blocks of a study: sets of cells that run together in one call on one machine.
+
+A lent GPU host gives a command 10 minutes, and two calls may land on two machines. A ratio is
+only honest when both of its cells ran on one machine, so a study too large for one call is cut
+into blocks (config key `blocks`), each holding a workload's CPU and GPU cells together.
+Every cell belongs to exactly one block, and every selector of a block selects a cell, so a typo
+in a block is a config error before anything runs, never a cell that silently runs nowhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from devicebench.config import ConfigError
+from devicebench.grid import Cell
+
+
+def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
+    """Whether a selector (axis -> value, as in `exclude`) picks a cell's axes."""
+    return all(values.get(key) == value for key, value in rule.items())
+
+
+def assign_blocks(blocks: dict[str, Any], cells: Iterable[Cell]) -> dict[str, list[Cell]]:
+    """Cells of each block, in grid order; raise ConfigError where a cell is in none or in two
+    blocks, or a selector picks no cell. A study without blocks has none to check."""
+    if not blocks:
+        return {}
+    members: dict[str, list[Cell]] = {name: [] for name in blocks}
+    used = {
+        (name, index): 0 for name, block in blocks.items() for index in range(len(block["cells"]))
+    }
+    orphans: list[str] = []
+    for cell in cells:
+        values = cell.values
+        homes = []
+        for name, block in blocks.items():
+            hits = [i for i, rule in enumerate(block["cells"]) if matches(rule, values)]
+            for index in hits:
+                used[(name, index)] += 1
+            if hits:
+                homes.append(name)
+        if len(homes) > 1:
+            raise ConfigError(
+                f"config key blocks: cell {cell.cell_id} is in blocks {', '.join(homes)}; "
+                "a cell runs in exactly one block"
+            )
+        if homes:
+            members[homes[0]].append(cell)
+        else:
+            orphans.append(cell.cell_id)
+    if orphans:
+        shown = "\n  ".join(orphans[:5]) + (
+            f"\n  ... {len(orphans) - 5} more" if len(orphans) > 5 else ""
+        )
+        raise ConfigError(
+            f"config key blocks: {len(orphans)} cells of the grid are in no block:\n  {shown}"
+        )
+    for (name, index), count in used.items():
+        if count == 0:
+            raise ConfigError(
+                f"config key blocks.{name}.cells[{index}]: {blocks[name]['cells'][index]} "
+                "selects no cell of the grid"
+            )
+    return members
+
+
+def block_of(blocks: dict[str, Any], cell: Cell) -> str | None:
+    """The name of the block a cell runs in (None for a study without blocks)."""
+    for name, block in blocks.items():
+        if any(matches(rule, cell.values) for rule in block["cells"]):
+            return name
+    return None

@@ -1,0 +1,170 @@
+"""Blocks: every cell of a study runs in exactly one block, and gpu_host.sh runs one block."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, write_config
+
+from devicebench.blocks import assign_blocks
+from devicebench.config import ConfigError, check_config, combine_configs
+from devicebench.config_files import read_yaml
+from devicebench.grid import expand_grid
+
+
+def _study(config: dict) -> dict:
+    return check_config(combine_configs(read_yaml(REPO / "config" / "config.yaml"), [config]))
+
+
+def _two_blocks(config: dict) -> dict:
+    config["devices"] = {"cpu": {"threads": [1]}}
+    config["blocks"] = {
+        "mlp": {"cells": [{"task": "mnist_mlp"}]},
+        "cnn": {"cells": [{"task": "mnist_cnn"}]},
+    }
+    return config
+
+
+def test_h100_blocks_hold_every_cell_once_and_pair_cpu_with_gpu():
+    study = _study(read_yaml(REPO / "config" / "h100.yaml"))
+    cells = expand_grid(study)
+    blocks = assign_blocks(study["blocks"], cells)
+    assert sum(len(members) for members in blocks.values()) == len(cells)
+    for name, members in blocks.items():
+        devices = {cell.values["device"] for cell in members}
+        assert devices == {"cpu", "cuda"}, f"block {name} has {devices}: no pair on one machine"
+
+
+def test_a_cell_in_two_blocks_is_a_config_error(tiny_config):
+    config = _two_blocks(tiny_config)
+    config["blocks"]["cnn"]["cells"].append({"mode": "infer"})
+    study = _study(config)
+    with pytest.raises(ConfigError, match=r"task~mnist_mlp.*is in blocks mlp, cnn"):
+        assign_blocks(study["blocks"], expand_grid(study))
+
+
+def test_a_cell_in_no_block_is_a_config_error(tiny_config):
+    config = _two_blocks(tiny_config)
+    del config["blocks"]["cnn"]
+    study = _study(config)
+    with pytest.raises(
+        ConfigError, match=r"2 cells of the grid are in no block:\n  task~mnist_cnn"
+    ):
+        assign_blocks(study["blocks"], expand_grid(study))
+
+
+def test_a_selector_that_selects_nothing_is_a_config_error(tiny_config):
+    config = _two_blocks(tiny_config)
+    config["blocks"]["cnn"]["cells"].append({"task": "mnist_cnn", "batch_size": 999})
+    study = _study(config)
+    with pytest.raises(ConfigError, match=r"blocks.cnn.cells\[1\].*selects no cell"):
+        assign_blocks(study["blocks"], expand_grid(study))
+
+
+def test_a_block_with_an_unknown_axis_is_refused_by_the_schema(tiny_config):
+    config = _two_blocks(tiny_config)
+    config["blocks"]["cnn"]["cells"] = [{"tsak": "mnist_cnn"}]
+    with pytest.raises(ConfigError, match="tsak"):
+        _study(config)
+
+
+def test_the_workflow_refuses_a_bad_block_before_any_job(tmp_path, tiny_config):
+    from workflow import snakemake
+    from workflow import write_config as write_workflow_config
+
+    config = _two_blocks(tiny_config)
+    del config["blocks"]["cnn"]
+    write_workflow_config(tmp_path, config)
+    done = snakemake(tmp_path, "--dry-run", "--cores", "1", check=False)
+    assert done.returncode != 0
+    assert "invalid config: config key blocks: 2 cells of the grid are in no block" in (
+        done.stdout + done.stderr
+    )
+    assert not (tmp_path / "results").exists()
+
+
+def test_cpu_steps_and_threads_apply_to_the_cpu_cells_of_one_task(tiny_config):
+    tiny_config["devices"] = {"cpu": {"threads": [2]}, "cuda": True}
+    tiny_config["check_devices"] = False
+    tiny_config["tasks"]["mnist_mlp"] |= {"cpu_steps_per_epoch": 1, "cpu_threads": [1, "all"]}
+    cells = expand_grid(_study(tiny_config))
+    mlp = [c for c in cells if c.values["task"] == "mnist_mlp"]
+    cnn = [c for c in cells if c.values["task"] == "mnist_cnn"]
+    steps = {(c.values["device"], dict(c.settings)["steps_per_epoch"]) for c in mlp}
+    assert steps == {("cpu", 1), ("cuda", 4)}
+    assert {c.values["threads"] for c in mlp if c.values["device"] == "cpu"} == {1, "all"}
+    assert {c.values["threads"] for c in cnn if c.values["device"] == "cpu"} == {2}
+    assert {dict(c.settings)["steps_per_epoch"] for c in cnn} == {2}
+
+
+def test_blocks_script_lists_a_block_and_its_missing_records(tmp_path, tiny_config):
+    path = write_config(tmp_path / "study.yaml", _two_blocks(tiny_config))
+    script = [sys.executable, str(REPO / "scripts" / "blocks.py"), str(path)]
+    table = subprocess.run(script, capture_output=True, text=True, check=True).stdout
+    assert "| mlp | 2 | 2 | 0 |" in table and "| cnn | 2 | 2 | 0 |" in table
+    listed = subprocess.run(
+        [*script, "--block", "cnn"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(listed) == 2 and all("task~mnist_cnn" in line for line in listed)
+    have = tmp_path / "records" / Path(listed[0]).relative_to("results/cells")
+    have.parent.mkdir(parents=True)
+    have.write_text("{}")
+    missing = subprocess.run(
+        [*script, "--block", "cnn", "--missing", str(tmp_path / "records")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert missing == listed[1:]
+    wrong = subprocess.run([*script, "--block", "rnn"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "no block 'rnn'; the blocks are mlp, cnn" in wrong.stderr
+
+
+def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_config):
+    """The real script on a copy of the repository: one block's cells run, the other's do not."""
+    repo = tmp_path / "repo"
+    for part in ("src", "scripts", "rules", "config", "benchmarks", "profiles", "envs"):
+        shutil.copytree(REPO / part, repo / part, ignore=shutil.ignore_patterns("results"))
+    shutil.copy(REPO / "Snakefile", repo / "Snakefile")
+    tiny_config["tasks"]["mnist_cnn"]["steps_per_epoch"] = 1
+    write_config(repo / "study.yaml", _two_blocks(tiny_config))
+    env = dict(os.environ, DEVICEBENCH_CODE_VERSION="testcommit")
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    done = subprocess.run(
+        ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[gpu_host] 2 cells to run" in done.stdout
+    records = sorted((repo / "results" / "cells").rglob("*.json"))
+    assert len(records) == 2 and all("task~mnist_cnn" in str(p) for p in records)
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record["status"] == "ok"
+        assert record["provenance"]["code_version"].endswith("+testcommit")
+    (call_file,) = (repo / "out").glob("call-*.json")
+    call = json.loads(call_file.read_text())
+    assert call["selection"] == "cnn" and call["snakemake_exit"] == 0
+    assert call["cells_asked"] == call["records_written"] == 2
+    assert call["cells_without_record"] == []
+    assert call["code_version"].endswith("+testcommit")
+    assert list((repo / "out").glob("records-*.tgz"))
+    again = subprocess.run(
+        ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "[gpu_host] 0 cells to run" in again.stdout, again.stdout + again.stderr
+    assert yaml.safe_load((repo / "study.yaml").read_text())["blocks"]["cnn"]
