@@ -155,3 +155,24 @@ def test_the_fast_exit_keeps_atexit_handlers_and_output(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (3, "result written")
     assert flag.read_text() == "ran"
+
+
+def test_text_classify_tokenizes_once_and_loads_the_same_arrays(tmp_path):
+    from devicebench.data import prepare_dataset
+    from devicebench.workloads import get
+
+    manifest = prepare_dataset("imdb", "synthetic", tmp_path, train_samples=32, test_samples=16)
+    settings = {"data": str(manifest), "task": "text_classify", "model": "bert-tiny"}
+    workload = get("text_classify")
+    first = workload.load_data(settings | {"seq_len": 64}).splits
+    (stored,) = tmp_path.glob("tokens-64-*.npz")
+    again = workload.load_data(settings | {"seq_len": 64}).splits  # from the file
+    assert first.keys() == again.keys() == {"train", "test"}
+    for split in first:
+        assert first[split].keys() == again[split].keys()
+        for key, array in first[split].items():
+            assert array.dtype == again[split][key].dtype
+            assert (array == again[split][key]).all()
+    shorter = workload.load_data(settings | {"seq_len": 32, "train_samples": 8}).splits
+    assert shorter["train"]["input_ids"].shape == (8, 32)
+    assert len(list(tmp_path.glob("tokens-*.npz"))) == 2 and stored.exists()
