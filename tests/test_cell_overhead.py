@@ -176,3 +176,29 @@ def test_text_classify_tokenizes_once_and_loads_the_same_arrays(tmp_path):
     shorter = workload.load_data(settings | {"seq_len": 32, "train_samples": 8}).splits
     assert shorter["train"]["input_ids"].shape == (8, 32)
     assert len(list(tmp_path.glob("tokens-*.npz"))) == 2 and stored.exists()
+
+
+def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(monkeypatch):
+    import torch
+
+    from devicebench import flops
+    from devicebench.flops import count_flops
+    from devicebench.workloads import model_flops, text_classify
+
+    built, original = [], text_classify.build_model
+
+    def build(name, seed):
+        built.append(name)
+        return original(name, seed)
+
+    monkeypatch.setattr(flops, "_LAST_NET", None)
+    monkeypatch.setattr(text_classify, "build_model", build)
+    counts = model_flops("text_classify", "bert-tiny", {"seq_len": 32})
+    assert built == ["bert-tiny"]
+    inputs = {
+        "input_ids": torch.full((1, 32), len(text_classify.SPECIALS), dtype=torch.long),
+        "attention_mask": torch.ones(1, 32, dtype=torch.long),
+    }
+    for mode in ("train", "infer"):  # each on a network of its own, as before the reuse
+        fresh = count_flops(original("bert-tiny", 0), inputs, mode)
+        assert counts[f"flops_per_sample_{mode}"] == fresh

@@ -304,14 +304,15 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
-    from devicebench.flops import count_flops
+    from devicebench.flops import count_flops, net_for_counting
     from devicebench.frameworks.transformer_backend import architecture
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
         model = architecture(PRETRAINED_CLASS, str(settings["model"]), settings["pretrained"], 2)
     else:
-        model = build_model(str(settings["model"]), 0)
+        name = str(settings["model"])
+        model = net_for_counting((SPEC.name, name), lambda: build_model(name, 0))
     inputs = {
         "input_ids": torch.full((1, seq_len), len(SPECIALS), dtype=torch.long),
         "attention_mask": torch.ones(1, seq_len, dtype=torch.long),
