@@ -9,7 +9,9 @@ Per group of records (default task, device, mode): cells, the median fixed cost 
 timed_start; records without `timings.marks` start at their job's start in the Snakemake log, else
 at provenance.created, whole seconds), its stages (each mark minus the one before), the timed
 window, the tail (timed_end -> record written, or the job's end in the log), the job's length in
-the log, and the gap from the job's end to the next cell job's start. --json writes every figure.
+the log (spawn_s: its start in the log -> the process start), the gap from the job's end to the
+next cell job's start, and the job of a cell without a timed window (skipped or failed;
+untimed_job_s). Figures are over the cells with a timed window. --json writes every figure.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def _cell(value: float | None) -> str:
 
 def table(summary: list[dict], by: tuple[str, ...]) -> str:
     """The groups as Markdown: the main figures, then the stages before timed_start and after."""
-    figures = ("fixed_s", "window_s", "after_s", "job_s", "spawn_s", "gap_s")
+    figures = ("fixed_s", "window_s", "after_s", "job_s", "spawn_s", "gap_s", "untimed_job_s")
     lines = [
         "| " + " | ".join([*by, "cells", "timed", *figures]) + " |",
         "|" + "---|" * len(by) + "---:|" * (2 + len(figures)),

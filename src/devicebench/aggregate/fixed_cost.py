@@ -135,7 +135,8 @@ def phase_order(rows: list[dict[str, Any]], key: str = "phases") -> list[str]:
 
 
 def summarize(rows: list[dict[str, Any]], by: tuple[str, ...] = GROUP_AXES) -> list[dict]:
-    """Per group (default task, device, mode): count and the median of every figure."""
+    """Per group (default task, device, mode): count and the median of every figure (over the
+    cells with a timed window; `untimed_job_s`: the job of a skipped or failed one)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[tuple(row.get(axis) for axis in by)].append(row)
@@ -143,16 +144,18 @@ def summarize(rows: list[dict[str, Any]], by: tuple[str, ...] = GROUP_AXES) -> l
     summary = []
     for key in sorted(groups, key=lambda k: tuple(str(v) for v in k)):
         members = groups[key]
+        timed = [row for row in members if row["timed"]]
         summary.append(
             {
                 **dict(zip(by, key, strict=True)),
                 "cells": len(members),
-                "timed": sum(row["timed"] for row in members),
+                "timed": len(timed),
                 "start_from": sorted({str(row["start_from"]) for row in members}),
-                **{
-                    f"{figure}": _median(row[figure] for row in members)
+                **{  # cells with a timed window; a skipped or failed one costs its job alone
+                    f"{figure}": _median(row[figure] for row in timed)
                     for figure in ("fixed_s", "window_s", "after_s", "job_s", "spawn_s")
                 },
+                "untimed_job_s": _median(row["job_s"] for row in members if not row["timed"]),
                 "gap_s": _median(row.get("gap_s") for row in members),
                 "phases": {n: _median(r["phases"].get(n) for r in members) for n in phases},
                 "after_phases": {
