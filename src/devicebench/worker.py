@@ -55,6 +55,7 @@ def set_determinism(settings: dict[str, Any]) -> bool:
         return False
     import torch
 
+    mark("torch_imported")  # the rest is torch.use_deterministic_algorithms: Dynamo's import
     deterministic = settings["device"] == "cpu"
     torch.use_deterministic_algorithms(deterministic, warn_only=True)
     return deterministic
