@@ -8,12 +8,17 @@
 # runs the cells of benchmarks/cell_overhead.yaml (this checkout's) with its tree's code in a
 # fresh folder OUTDIR/RUN (data prepared first, untimed), one snakemake call, its log beside
 # them. Then: python benchmarks/cell_overhead.py OUTDIR/before --log ... (RESULTS.md).
+# `python` (or $PYTHON) must have the project's environment (snakemake): activate it first.
 set -euo pipefail
 before=$(realpath "${1:?before tree}")
 after=$(realpath "${2:?after tree}")
 outdir=$(realpath -m "${3:?output folder}")
 order=${4:-before/1 after/1 after/2 before/2}
 config=$(realpath "$(dirname "$0")/cell_overhead.yaml")
+if ! ${PYTHON:-python} -c "import snakemake" 2>/dev/null; then
+    echo "${PYTHON:-python} has no snakemake: activate the project's environment" >&2
+    exit 2
+fi
 for run in $order; do
     case ${run%%/*} in
         before) tree=$before ;;
@@ -24,7 +29,7 @@ for run in $order; do
     mkdir -p "$work"
     cp "$config" "$work/config.yaml"
     sm() {
-        PYTHONPATH=$tree/src python -m snakemake --snakefile "$tree/Snakefile" \
+        PYTHONPATH=$tree/src ${PYTHON:-python} -m snakemake --snakefile "$tree/Snakefile" \
             --directory "$work" --configfile "$work/config.yaml" --cores 2 "$@"
     }
     data=$(sm -n 2>/dev/null | grep -oE "results/data/\S+/manifest\.json" | sort -u)

@@ -205,3 +205,30 @@ def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(mon
     for mode in ("train", "infer"):  # each on a network of its own, as before the reuse
         fresh = count_flops(original("bert-tiny", 0), inputs, mode)
         assert counts[f"flops_per_sample_{mode}"] == fresh
+
+
+def test_a_bf16_cell_scores_its_test_set_once_for_quality_and_agreement(tmp_path, monkeypatch):
+    from devicebench import worker
+    from devicebench.data import prepare_dataset
+    from devicebench.frameworks.torch_backend import TorchBackend
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset("mnist", "synthetic", tmp_path, train_samples=256, test_samples=64)
+    values = dict(task="mnist_mlp", model="mlp", framework="torch", device="cpu", threads=1)
+    values |= dict(precision="bf16", batch_size=32, mode="infer")
+    run = {"dataset": "mnist", "epochs": 1, "steps_per_epoch": 2, "learning_rate": 0.001,
+           "repetitions": 1, "warmup_steps": 1, "seed": 1, "timeout_s": 300, "noise_cov": 0.1,
+           "min_repetition_s": 0.0, "sample_utilization": False}  # fmt: skip
+    settings = make_cell(values, {}, run).run_settings()
+    settings |= {"threads_resolved": 1, "data": str(manifest)}
+    calls, evaluate = [], TorchBackend.evaluate
+
+    def counted(self):
+        calls.append(self)
+        return evaluate(self)
+
+    monkeypatch.setattr(TorchBackend, "evaluate", counted)
+    result = worker.measure(settings)
+    assert result["status"] == "ok"
+    assert result["quality"]["agreement_fp32"] is not None  # the fp32 reference was scored
+    assert len(calls) == 1  # the cell's own model: once, by the driver
