@@ -61,7 +61,7 @@ def record_cost(record: Mapping[str, Any], job: Job | None = None) -> dict[str, 
     timed_start, timed_end = _number(timings.get("timed_start")), _number(timings.get("timed_end"))
     row: dict[str, Any] = {
         "cell_id": record.get("cell_id"),
-        **{axis: axes.get(axis) for axis in ("task", "framework", "device", "mode")},
+        **{str(axis): value for axis, value in axes.items() if not isinstance(value, dict)},
         "status": record.get("status"),
         "timed": timed_start is not None and timed_end is not None,
     }
