@@ -33,6 +33,8 @@ export PATH=/tmp/devicebench-bin:$PATH PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export KERAS_HOME=/tmp/keras-home
 started=$(date -u +%FT%TZ)
+stamp=$(date +%H%M%S)
+log="$outdir/snakemake-$stamp.log"
 if python3 scripts/blocks.py "$config" --block "$pattern" >/dev/null 2>&1; then
     missing=$(python3 scripts/blocks.py "$config" --block "$pattern" --missing results/cells)
 else
@@ -58,11 +60,11 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086  # one target per word
     # targets first: --configfile takes every word after it
     timeout -s INT -k 30 "$budget" python3 -m snakemake $missing --cores all \
-        --configfile "$config" >"$outdir/snakemake.log" 2>&1 || status=$?
+        --configfile "$config" >"$log" 2>&1 || status=$?
 fi
 echo "[gpu_host] snakemake exit $status; $(find results/cells -name '*.json' | wc -l) records"
 # What this call was: the block (or pattern), the code, the machine, and which cells it ran.
-python3 - "$outdir/call-$(date +%H%M%S).json" "$pattern" "$started" "$status" "$missing" <<'PY'
+python3 - "$outdir/call-$stamp.json" "$pattern" "$started" "$status" "$missing" <<'PY'
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, "src")
@@ -78,5 +80,8 @@ call = {"selection": selection, "started": started,
 Path(out).write_text(json.dumps(call, indent=1) + "\n")
 print(f"[gpu_host] {call['records_written']}/{len(wanted)} records; {out}")
 PY
-tar czf "$outdir/records-$(date +%H%M%S).tgz" results/cells results/logs/cells
-tail -5 "$outdir/snakemake.log" 2>/dev/null || true
+# Where each cell's fixed cost went (process start to timed window, its stages, the tail).
+[ -f "$log" ] && python3 benchmarks/cell_overhead.py results/cells --log "$log" \
+    --by task,framework,device,mode --json "$outdir/cell_overhead-$stamp.json" || true
+tar czf "$outdir/records-$stamp.tgz" results/cells results/logs/cells
+tail -3 "$log" 2>/dev/null || true

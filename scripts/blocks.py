@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from devicebench.block_status import status_table, with_table  # noqa: E402
 from devicebench.blocks import assign_blocks  # noqa: E402
 from devicebench.config import ConfigError, check_config, combine_configs  # noqa: E402
 from devicebench.config_files import read_yaml  # noqa: E402
@@ -38,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--missing", type=Path, help="with --block: only cells without a record here"
     )
-    parser.add_argument("--records", type=Path, help="count the records present in this folder")
+    parser.add_argument("--records", type=Path, help="the state of each block's records here")
+    parser.add_argument("--readme", type=Path, help="with --records: write the table into it")
+    parser.add_argument("--check", action="store_true", help="with --readme: only compare")
     args = parser.parse_args(argv)
     try:
         blocks = study_blocks(args.config)
@@ -54,16 +57,25 @@ def main(argv: list[str] | None = None) -> int:
             if args.missing is None or not (args.missing / f"{cell.cell_id}.json").exists():
                 print(path)
         return 0
-    print("| block | cells | CPU | GPU | with a record |")
-    print("|---|---:|---:|---:|---:|")
-    for name, cells in blocks.items():
-        cpu = sum(cell.values["device"] == "cpu" for cell in cells)
-        have = (
-            ""
-            if args.records is None
-            else sum((args.records / f"{cell.cell_id}.json").exists() for cell in cells)
-        )
-        print(f"| {name} | {len(cells)} | {cpu} | {len(cells) - cpu} | {have} |")
+    if args.records is None:
+        print("| block | cells | CPU | GPU |")
+        print("|---|---:|---:|---:|")
+        for name, cells in blocks.items():
+            cpu = sum(cell.values["device"] == "cpu" for cell in cells)
+            print(f"| {name} | {len(cells)} | {cpu} | {len(cells) - cpu} |")
+        return 0
+    table = status_table(blocks, args.records)
+    if args.readme is None:
+        print(table)
+        return 0
+    text = args.readme.read_text()
+    updated = with_table(text, table)
+    if args.check:
+        if updated != text:
+            print(f"{args.readme}: the blocks table is not what the records say", file=sys.stderr)
+            return 1
+        return 0
+    args.readme.write_text(updated)
     return 0
 
 

@@ -25,6 +25,7 @@ from devicebench.cell import Orphaned, run_cell  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
 from devicebench.engines import MODEL_ENGINES  # noqa: E402
 from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
+from devicebench.marks import mark, process_start  # noqa: E402
 from devicebench.output_space import OutputUnusable  # noqa: E402
 from devicebench.spark import ENGINES  # noqa: E402
 from devicebench.workloads import NAMES, get  # noqa: E402
@@ -169,6 +170,9 @@ def default_data(dataset: str, seed: int) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (started := process_start()) is not None:  # the record's timings.marks (fixed cost)
+        mark("process_start", started)
+    mark("runner_imported")
     args = parse_args(argv)
     spec = get(args.task).spec
     threads = args.threads if args.threads == "all" else int(args.threads)

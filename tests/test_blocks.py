@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import REPO, write_config
 
 from devicebench.blocks import assign_blocks
@@ -137,13 +136,8 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     write_config(repo / "study.yaml", _two_blocks(tiny_config))
     env = dict(os.environ, DEVICEBENCH_CODE_VERSION="testcommit")
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
-    done = subprocess.run(
-        ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    command = ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[gpu_host] 2 cells to run" in done.stdout
     records = sorted((repo / "results" / "cells").rglob("*.json"))
@@ -159,12 +153,46 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     assert call["cells_without_record"] == []
     assert call["code_version"].endswith("+testcommit")
     assert list((repo / "out").glob("records-*.tgz"))
-    again = subprocess.run(
-        ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    again = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     assert "[gpu_host] 0 cells to run" in again.stdout, again.stdout + again.stderr
-    assert yaml.safe_load((repo / "study.yaml").read_text())["blocks"]["cnn"]
+
+
+def _record(folder: Path, cell, boot: str, version: str = "0.1.0+abc") -> None:
+    path = folder / f"{cell.cell_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"environment": {"boot_id": boot}, "provenance": {"code_version": version}}
+    path.write_text(json.dumps(record | {"provenance": record["provenance"] | {"created": "x"}}))
+
+
+def test_a_block_is_in_only_whole_from_one_machine_and_one_code_version(tmp_path, tiny_config):
+    from devicebench.block_status import block_state
+
+    study = _study(_two_blocks(tiny_config))
+    blocks = assign_blocks(study["blocks"], expand_grid(study))
+    mlp, cnn = blocks["mlp"], blocks["cnn"]
+    assert block_state(mlp, tmp_path)["state"] == "waits: not run yet"
+    _record(tmp_path, mlp[0], "boot-a")
+    assert block_state(mlp, tmp_path)["state"] == "waits: 1 cells without a record"
+    _record(tmp_path, mlp[1], "boot-b")
+    assert block_state(mlp, tmp_path)["state"] == "waits: records from 2 machines"
+    _record(tmp_path, mlp[1], "boot-a", "0.1.0+def")
+    assert block_state(mlp, tmp_path)["state"] == "waits: records from 2 code versions"
+    _record(tmp_path, mlp[1], "boot-a")
+    assert block_state(mlp, tmp_path) | {"measured": ""} == {
+        "cells": 2, "cpu": 2, "records": 2, "boot_ids": ["boot-a"],
+        "code_versions": ["0.1.0+abc"], "measured": "", "state": "in",
+    }  # fmt: skip
+    assert block_state(cnn, tmp_path)["records"] == 0
+
+
+def test_the_published_h100_readme_says_which_blocks_are_in():
+    published = REPO / "results" / "published" / "h100"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "blocks.py"), str(REPO / "config" / "h100.yaml"),
+         "--records", str(published / "cells"), "--readme", str(published / "README.md"),
+         "--check"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table = (published / "README.md").read_text().split("<!-- blocks:begin -->")[1]
+    assert "| in |" in table.split("<!-- blocks:end -->")[0]

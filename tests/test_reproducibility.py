@@ -15,7 +15,8 @@ from devicebench.report import load_tables
 from devicebench.report.page import build_page
 
 REPO = Path(__file__).resolve().parents[1]
-PUBLISHED = REPO / "results" / "published" / "h100"
+# real records of the earlier published study, kept as superseded
+PUBLISHED = REPO / "results" / "published" / "h100" / "superseded" / "2026-11-23-mixed-leases"
 CPU_CELL = "task~mnist_mlp/model~mlp/framework~torch/device~cpu/threads~all/precision~fp32/" + (
     "batch~128/mode~train"
 )

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, engines, environment, spark
+from devicebench import __version__, engines, environment, marks, spark
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
@@ -71,6 +71,10 @@ def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str
     return env
 
 
+# The marks scripts/run_cell.py sets in this process before run_cell (devicebench.marks).
+RUNNER_MARKS = ("process_start", "runner_imported")
+
+
 class Orphaned(RuntimeError):
     """The workflow that started this cell is gone (e.g. snakemake killed by SIGKILL)."""
 
@@ -120,6 +124,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if world > 1:  # torchrun from the cell: still one job, `world` ranks
             command = launch.torchrun_command(settings_path, result_path, world)
             env = launch.distributed_env(env, settings)
+        spawned = time.time()
         process = subprocess.Popen(
             command, env=env, start_new_session=True, preexec_fn=die_with_parent
         )
@@ -133,7 +138,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             os.killpg(process.pid, signal.SIGKILL)
             raise
         if result_path.exists():
-            return read_record(result_path)
+            return _with_marks(read_record(result_path), spawned)
         if failed_rank := launch.first_rank_failure(result_path):
             return read_record(failed_rank)
         if returncode < 0:
@@ -142,6 +147,19 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             why = " (the kernel's out-of-memory killer sends SIGKILL)" if status == "oom" else ""
             return {"status": status, "message": f"worker killed by {name}{why}"}
         return {"status": "error", "message": f"worker exited {returncode} without a result"}
+
+
+def _with_marks(result: dict[str, Any], spawned: float) -> dict[str, Any]:
+    """The worker's result with the runner's marks joined to its own (timings.marks)."""
+    if isinstance(result.get("timings"), dict):
+        runner = {k: v for k, v in marks.marks().items() if k in RUNNER_MARKS}
+        result["timings"]["marks"] = marks.merged(
+            runner,
+            {"worker_spawn": spawned},
+            result["timings"].get("marks") or {},
+            {"worker_exited": time.time()},
+        )
+    return result
 
 
 def _wait(process: subprocess.Popen, timeout_s: float, watched: list[Any]) -> int:
@@ -211,5 +229,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         if "environment" not in record:  # a killed or timed-out worker wrote none
             record["environment"] = environment.capture(threads)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
+    if isinstance(record.get("timings"), dict) and "marks" in record["timings"]:
+        record["timings"]["marks"]["record_written"] = time.time()
     write_atomic(out, record)
     return record

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from devicebench.energy import EnergyMeter
+from devicebench.marks import mark
 from devicebench.sampler import Sampler
 from devicebench.timing import latency_percentiles, summarize
 
@@ -91,7 +92,9 @@ def run_train(
     epochs, reps = int(settings["epochs"]), int(settings["repetitions"])
     minimum = _min_window(settings)
     backend.new_model(seed + 1)
+    mark("model_built")
     timings = _warmup(backend, int(settings["warmup_steps"]), lambda: backend.train_steps(1))
+    mark("warmup_done")
     log(f"warm-up done: first call {timings['first_call_s']:.3f} s")
     windows, passes, epoch_times = [], [], []
     bar = _progress(reps, "train")
@@ -128,7 +131,8 @@ def run_train(
         for _ in range(epochs):
             backend.train_steps(steps)
     samples = steps * batch * epochs
-    predicted, loss = backend.evaluate()
+    predicted, loss = _evaluate(backend)
+    mark("evaluated")
     result = _result(
         backend,
         settings,
@@ -154,13 +158,17 @@ def run_infer(
     steps = _steps(backend.test_samples, batch, None, "test")
     reps = int(settings["repetitions"])
     backend.new_model(seed)
+    mark("model_built")
     start = time.perf_counter()
     for _ in range(int(settings["epochs"])):
         backend.train_steps(train_steps)
+    mark("trained_untimed")
     log(f"trained untimed for {settings['epochs']} epoch(s) in {time.perf_counter() - start:.2f} s")
     if prepare := getattr(backend, "prepare_inference", None):  # an engine exports, untimed
         prepare()
+        mark("inference_prepared")
     timings = _warmup(backend, int(settings["warmup_steps"]), lambda: backend.infer_batches(1))
+    mark("warmup_done")
     minimum = _min_window(settings)
     windows, passes, latencies = [], [], []
     bar = _progress(reps, "infer")
@@ -187,7 +195,8 @@ def run_infer(
     utilization = sampler.stop()
     if bar:
         bar.close()
-    predicted, loss = backend.evaluate()
+    predicted, loss = _evaluate(backend)
+    mark("evaluated")
     timings["latency_ms"] = latency_percentiles(latencies)
     result = _result(
         backend,
@@ -201,6 +210,17 @@ def run_infer(
         quality(dataset, predicted, loss),
     )
     return result | {"utilization": utilization, "energy": energy}
+
+
+def _evaluate(backend: Backend) -> tuple[np.ndarray, float]:
+    """The held-out predictions, kept on the backend as `last`: a bf16, int8 or engine cell's
+    agreement with fp32 (engines.cell.finish) reads them instead of scoring the test set again."""
+    predicted, loss = backend.evaluate()
+    try:
+        backend.last = (predicted, loss)  # type: ignore[attr-defined]
+    except AttributeError:  # a backend that takes no new attribute: finish evaluates again
+        pass
+    return predicted, loss
 
 
 def _energy_meter(settings: dict[str, Any]) -> EnergyMeter:

@@ -15,7 +15,9 @@ from typing import Any
 
 from devicebench import driver, environment, limits
 from devicebench.engines import cell as cell_engines
+from devicebench.marks import mark, marks
 from devicebench.precision_math import precision_math
+from devicebench.processes import exit_without_teardown
 from devicebench.record import write_atomic
 from devicebench.workloads import get
 from devicebench.workloads.base import Workload
@@ -53,6 +55,7 @@ def set_determinism(settings: dict[str, Any]) -> bool:
         return False
     import torch
 
+    mark("torch_imported")  # the rest is torch.use_deterministic_algorithms: Dynamo's import
     deterministic = settings["device"] == "cpu"
     torch.use_deterministic_algorithms(deterministic, warn_only=True)
     return deterministic
@@ -61,9 +64,11 @@ def set_determinism(settings: dict[str, Any]) -> bool:
 def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
     deterministic = set_determinism(settings)  # first: it imports more of the framework
+    mark("determinism_set")
     cap = limits.apply_memory_limit(settings)
     workload = get(settings["task"])
     dataset = workload.load_data(settings)
+    mark("data_loaded")
     if settings["mode"] == "serve":  # the model lives in the server process the cell starts
         from devicebench.serving.cell import run_serve
 
@@ -83,16 +88,19 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
 
         math = apply_tensorflow_precision_math(torch_settings["precision"])
     backend = cell_engines.wrap_backend(backend, settings)  # onnxruntime, openvino
+    mark("backend_built")
     run = driver.run_train if settings["mode"] == "train" else driver.run_infer
     if settings["mode"] == "converge":  # train to a target quality (devicebench.converge)
         from devicebench.converge import run_converge as run
     if str(settings.get("engine", "inprocess")).startswith("spark"):  # scored on Spark
         from devicebench.spark.cell import run_spark_infer as run
     result = run(backend, settings, dataset, quality=workload.quality)
+    mark("run_done")
     if cell_engines.needs_reference(settings):  # bf16, int8, engines: agreement with fp32
         cell_engines.finish(
             result, backend, settings, lambda p, loss: workload.quality(dataset, p, loss)
         )
+        mark("reference_done")
     limits.lift_memory_limit()
     result["memory"]["limit"] = cap
     result["deterministic"] = deterministic
@@ -105,17 +113,21 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
 
         result["model"].update(model_flops(settings["task"], settings["model"], settings))
         result["model"]["flop_formulas"] = VERSION
+        mark("flops_counted")
     if settings.get("profile") and settings["framework"] == "torch":
         from devicebench.profiling import profile_backend
 
         result["profile"] = profile_backend(backend, settings)
+        mark("profiled")
     result["environment"] = environment.capture(int(settings["threads_resolved"]))
     result["environment"]["threads_reported"] = threads_reported
+    mark("environment_captured")
     result["status"], result["message"] = "ok", ""
     return result
 
 
 def main(argv: list[str]) -> int:
+    mark("worker_imported")
     settings_path, result_path = argv
     settings = json.loads(Path(settings_path).read_text())
     try:
@@ -135,9 +147,11 @@ def main(argv: list[str]) -> int:
             "environment": environment.capture(int(settings["threads_resolved"])),
             "traceback": traceback.format_exc(),
         }
+    if isinstance(result.get("timings"), dict):  # where the fixed cost went (devicebench.marks)
+        result["timings"]["marks"] = marks()
     write_atomic(result_path, result)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

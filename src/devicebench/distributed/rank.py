@@ -19,7 +19,8 @@ from typing import Any
 from devicebench import environment, limits
 from devicebench.distributed.launch import rank_failure_path
 from devicebench.distributed.window import apply_world_throughput
-from devicebench.processes import die_with_parent
+from devicebench.marks import marks
+from devicebench.processes import die_with_parent, exit_without_teardown
 from devicebench.record import write_atomic
 
 
@@ -66,10 +67,12 @@ def main(argv: list[str]) -> int:
         write_atomic(rank_failure_path(result_path, rank) if rank else result_path, result)
         return 1  # torchrun then stops the other ranks
     if rank == 0:
+        if isinstance(result.get("timings"), dict):  # rank 0's stages (devicebench.marks)
+            result["timings"]["marks"] = marks()
         write_atomic(result_path, result)
     dist.destroy_process_group()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

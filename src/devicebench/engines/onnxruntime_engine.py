@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from devicebench.engines.base import Batch, Engine, Loaded, LoadOptions
-from devicebench.engines.export import batches_key, export_onnx
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
@@ -36,6 +35,8 @@ class _Calibration:
 def quantize(fp32: Path, options: LoadOptions) -> tuple[Path, dict[str, Any]]:
     """The int8 file of `fp32` (made now, or found in the cache) and how it was made."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    from devicebench.engines.export import batches_key  # torch: here, not in the runner
 
     kind = "static" if options.convolutional else "dynamic"
     static = kind == "static" and options.calibration
@@ -96,6 +97,8 @@ class OnnxRuntimeEngine(Engine):
 
     def load(self, model: Any, example: Batch, options: LoadOptions) -> Loaded:
         import onnxruntime
+
+        from devicebench.engines.export import export_onnx  # torch: here, not in the runner
 
         path, info = export_onnx(model, example)
         if options.precision == "int8":

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from devicebench.frameworks import KERAS_POLICIES
+from devicebench.frameworks.keras_seed import set_random_seed
 
 # The classic Keras loop sets no TF32 math, so tf32 is no precision of its cells.
 POLICIES = {name: policy for name, policy in KERAS_POLICIES.items() if name != "tf32"}
@@ -119,7 +120,7 @@ class KerasBackend:
     def new_model(self, seed: int) -> None:
         """A fresh model, compiled, with optimizer state built: same seed, same weights."""
         keras = self.keras
-        keras.utils.set_random_seed(seed)
+        set_random_seed(keras, seed)  # without importing TensorFlow into keras-torch
         model = self.workload.build_keras(
             self.settings["model"],
             outputs=self.outputs,

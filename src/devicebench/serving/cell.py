@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench.energy import EnergyMeter
+from devicebench.marks import mark
 from devicebench.sampler import Sampler
 from devicebench.serving import loadgen, steady
 from devicebench.serving.clients import client_processes, run_pool
@@ -123,11 +124,13 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         startup_s = time.perf_counter() - started
         url = f"{server.url}/predict"
         log(f"server {server.pid} up at {server.url} in {startup_s:.1f} s")
+        mark("server_up")
         warmup = int(serve["warmup_requests"])
         processes = client_processes(serve["client_processes"], clients)
         warm = run_pool(
             url, payloads, clients=clients, requests=warmup, content_type=kind, processes=processes
         )
+        mark("warmup_done")
         sampler = Sampler(str(settings["device"]), enabled=True).start()
         meter = EnergyMeter(str(settings["device"])).start()
         timed_start = time.time()
@@ -141,8 +144,11 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             f"p99 {pool['latency_ms'].get('p99', float('nan')):.1f} ms, {pool['errors']} errors"
         )
         scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir, kind)
+        mark("loadgen_done")
         stats = server.stats()
+    mark("server_stopped")
     steady.add_capacity(pool, payloads, serve, clients, processes, kind)
+    mark("capacity_measured")
     return {
         "serving": {
             "server": settings.get("server", "uvicorn"),

@@ -226,7 +226,9 @@ class Classifier:
             keras.mixed_precision.set_global_policy(
                 "mixed_bfloat16" if self.precision == "bf16" else "mixed_float16"
             )
-        keras.utils.set_random_seed(0)
+        from devicebench.frameworks.keras_seed import set_random_seed
+
+        set_random_seed(keras, 0)
         # A bare model call on the torch backend records autograd graphs (Keras' own predict
         # turns that off): on the H100 a ResNet-152 keras-torch server ran out of its 80 GB
         # under load and answered 500s.

@@ -10,6 +10,7 @@ the model and its own tokenizer come from a local copy instead (workloads/pretra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 
 from devicebench.atomic import atomic_path
 from devicebench.workloads.base import TaskSpec, Workload
+from devicebench.workloads.text_tokens import cache_path, cached_splits
 
 # name -> (transformers family, configuration keywords). Published sizes: BERT-base (Devlin et
 # al. 2019), RoBERTa-base, DistilBERT-base, TinyBERT General 4L-312D, MiniLM-L12-H384, and the
@@ -237,18 +239,27 @@ def load_data(settings: dict[str, Any]) -> TextData:
 
     manifest = Path(settings["data"])
     info = verify_manifest(manifest)
+    seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
+    wanted = {
+        s: int(settings.get(f"{s}_samples") or info[f"{s}_samples"]) for s in ("train", "test")
+    }
+
+    def tokenized(tokenizer: Any, tokenize: Callable) -> dict[str, dict[str, np.ndarray]]:
+        splits = {}
+        for split, (texts, labels) in reviews(manifest.parent).items():
+            n = min(wanted[split], len(texts))
+            splits[split] = tokenize(tokenizer, texts[:n], seq_len) | {"labels": labels[:n]}
+        return splits
+
     if pretrained.is_pretrained(settings):
         tokenizer = pretrained.load_tokenizer(settings["model"], settings["pretrained"])
-        tokenize = encode_pretrained
-    else:
-        tokenizer = Tokenizer.from_file(str(prepare_data(manifest.parent)))
-        tokenize = encode
-    seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
-    splits = {}
-    for split, (texts, labels) in reviews(manifest.parent).items():
-        wanted = settings.get(f"{split}_samples") or info[f"{split}_samples"]
-        n = min(int(wanted), len(texts))
-        splits[split] = tokenize(tokenizer, texts[:n], seq_len) | {"labels": labels[:n]}
+        splits = tokenized(tokenizer, encode_pretrained)
+    else:  # tokenized once per data, tokenizer, seq_len and sizes (text_tokens)
+        vocabulary = prepare_data(manifest.parent)
+        splits = cached_splits(
+            cache_path(manifest, info, vocabulary, seq_len, wanted),
+            lambda: tokenized(Tokenizer.from_file(str(vocabulary)), encode),
+        )
     return TextData(splits, 2, info["dataset"], info["source"], bool(info["synthetic"]))
 
 
@@ -293,14 +304,15 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
-    from devicebench.flops import count_flops
+    from devicebench.flops import count_flops, net_for_counting
     from devicebench.frameworks.transformer_backend import architecture
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture
         model = architecture(PRETRAINED_CLASS, str(settings["model"]), settings["pretrained"], 2)
     else:
-        model = build_model(str(settings["model"]), 0)
+        name = str(settings["model"])
+        model = net_for_counting((SPEC.name, name), lambda: build_model(name, 0))
     inputs = {
         "input_ids": torch.full((1, seq_len), len(SPECIALS), dtype=torch.long),
         "attention_mask": torch.ones(1, seq_len, dtype=torch.long),

@@ -303,7 +303,7 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     at 1x1)."""
     import torch
 
-    from devicebench.flops import count_flops
+    from devicebench.flops import count_flops, net_for_counting
     from devicebench.frameworks.transformer_backend import architecture
 
     model = str(settings["model"])
@@ -312,7 +312,7 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     if source is not None:  # the checkpoint's own architecture
         net = architecture(PRETRAINED_CLASS, model, source, SPEC.num_classes)
     else:
-        net = build_model(model, 0, side)
+        net = net_for_counting((SPEC.name, model, side), lambda: build_model(model, 0, side))
     return count_flops(net, {"pixel_values": torch.zeros(2, 3, side, side)}, mode)
 
 

@@ -52,7 +52,9 @@ def build_model(
     """The uncompiled Keras model: uint8 NHWC images in, logits out (`side` px inside)."""
     import keras
 
-    keras.utils.set_random_seed(seed)
+    from devicebench.frameworks.keras_seed import set_random_seed
+
+    set_random_seed(keras, seed)
     options = {"include_preprocessing": False} if model.startswith("convnext") else {}
     network = getattr(keras.applications, APPLICATIONS[model])(
         weights=None,
