@@ -86,9 +86,10 @@ def test_cell_overhead_reads_the_records_and_the_snakemake_log(tiny_run, tmp_pat
 
 
 def test_published_records_without_marks_start_at_their_job_in_the_log():
-    logs = sorted((PUBLISHED / "logs").glob("snakemake-*.log"))
+    """The earlier published H100 records (kept as superseded) predate the stage marks."""
+    logs = sorted((SUPERSEDED / "logs").glob("snakemake-*.log"))
     assert logs
-    command = [sys.executable, str(SCRIPT), str(PUBLISHED / "cells")]
+    command = [sys.executable, str(SCRIPT), str(SUPERSEDED / "cells")]
     done = subprocess.run(
         command + [arg for log in logs for arg in ("--log", str(log))],
         capture_output=True,
