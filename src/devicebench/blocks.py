@@ -63,11 +63,3 @@ def assign_blocks(blocks: dict[str, Any], cells: Iterable[Cell]) -> dict[str, li
                 "selects no cell of the grid"
             )
     return members
-
-
-def block_of(blocks: dict[str, Any], cell: Cell) -> str | None:
-    """The name of the block a cell runs in (None for a study without blocks)."""
-    for name, block in blocks.items():
-        if any(matches(rule, cell.values) for rule in block["cells"]):
-            return name
-    return None
