@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Run a study with the workflow itself on an offline GPU host, in a slice that ends in time.
 #
-#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR [BLOCK | PATTERN]
+#   benchmarks/gpu_host.sh CONFIG BUDGET_S OUTDIR [BLOCK[,BLOCK...] | PATTERN]
 #
 # BLOCK (a name under the config's `blocks`, scripts/blocks.py lists them) runs that block's cells:
 # a workload's CPU and GPU cells in one call, so that their ratios pair cells of one machine.
+# Several small blocks, comma-separated, share a call one after the other.
 # PATTERN (an extended regular expression over the records' paths, e.g. 'task~serve_image')
 # runs only the matching cells: a few cells again.
 # DEVICEBENCH_CODE_VERSION, when set, names the commit the copied tree was made from (records'
@@ -38,21 +39,7 @@ log="$outdir/snakemake-$stamp.log"
 if python3 scripts/blocks.py "$config" --block "$pattern" >/dev/null 2>&1; then
     missing=$(python3 scripts/blocks.py "$config" --block "$pattern" --missing results/cells)
 else
-    missing=$(python3 - "$config" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, "src")
-from devicebench.config import check_config, combine_configs
-from devicebench.config_files import read_yaml
-from devicebench.grid import expand_grid
-study = check_config(combine_configs(read_yaml("config/config.yaml"), [read_yaml(sys.argv[1])]))
-for cell in expand_grid(study):
-    path = Path("results/cells") / f"{cell.cell_id}.json"
-    if not path.exists():
-        print(path)
-PY
-)
-    missing=$(echo "$missing" | grep -E "$pattern" || true)
+    missing=$(python3 scripts/blocks.py "$config" --pattern "$pattern" --missing results/cells)
 fi
 echo "[gpu_host] $(echo "$missing" | grep -c . || true) cells to run, budget ${budget}s"
 status=0

@@ -2,14 +2,18 @@
 
 python scripts/blocks.py config/h100.yaml                      # a table of the blocks
 python scripts/blocks.py config/h100.yaml --records DIR        # ... with records present
-python scripts/blocks.py config/h100.yaml --block NAME --missing results/cells
-    # the record paths of NAME's cells that have no record under results/cells, one a line
-    # (what benchmarks/gpu_host.sh hands snakemake as targets)
+python scripts/blocks.py config/h100.yaml --block NAME[,NAME...] --missing results/cells
+    # the record paths of the blocks' cells that have no record under results/cells, one a
+    # line (what benchmarks/gpu_host.sh hands snakemake as targets); several small blocks may
+    # share a call, each still whole on one machine
+python scripts/blocks.py config/h100.yaml --pattern REGEX --missing results/cells
+    # the same for the cells whose record path matches REGEX (a few cells again)
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -24,39 +28,63 @@ from devicebench.grid import expand_grid  # noqa: E402
 DEFAULT = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 
 
-def study_blocks(config: Path) -> dict[str, list]:
-    """The blocks of a study config (over the default config, as the workflow reads it)."""
+def study_cells(config: Path) -> tuple[dict, list]:
+    """A study config's checked settings and cells (over the default config, as the workflow
+    reads it)."""
     study = check_config(combine_configs(read_yaml(DEFAULT), [read_yaml(config)]))
+    return study, expand_grid(study)
+
+
+def study_blocks(config: Path) -> dict[str, list]:
+    """The blocks of a study config."""
+    study, cells = study_cells(config)
     if not study.get("blocks"):
         raise ConfigError(f"{config} has no `blocks`")
-    return assign_blocks(study["blocks"], expand_grid(study))
+    return assign_blocks(study["blocks"], cells)
+
+
+def selected(config: Path, names: str | None, pattern: str | None) -> list:
+    """The cells of the named blocks (comma-separated), or of the whole grid matching pattern."""
+    if pattern is not None:
+        wanted = re.compile(pattern)
+        return [c for c in study_cells(config)[1] if wanted.search(f"{c.cell_id}.json")]
+    blocks = study_blocks(config)
+    unknown = [name for name in names.split(",") if name not in blocks]
+    if unknown:
+        raise ConfigError(f"no block {unknown[0]!r}; the blocks are {', '.join(blocks)}")
+    return [cell for name in names.split(",") for cell in blocks[name]]
+
+
+def print_paths(cells: list, missing: Path | None) -> None:
+    """Record paths of the cells, without those that have a record under `missing`."""
+    for cell in cells:
+        if missing is None or not (missing / f"{cell.cell_id}.json").exists():
+            print(Path("results/cells") / f"{cell.cell_id}.json")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path)
-    parser.add_argument("--block", help="one block's cells, one record path a line")
+    parser.add_argument("--block", help="blocks' cells (NAME[,NAME...]), one record path a line")
+    parser.add_argument("--pattern", help="cells whose record path matches this regular expression")
     parser.add_argument(
-        "--missing", type=Path, help="with --block: only cells without a record here"
+        "--missing", type=Path, help="with --block or --pattern: only cells without a record here"
     )
     parser.add_argument("--records", type=Path, help="the state of each block's records here")
     parser.add_argument("--readme", type=Path, help="with --records: write the table into it")
     parser.add_argument("--check", action="store_true", help="with --readme: only compare")
     args = parser.parse_args(argv)
     try:
+        if args.block or args.pattern is not None:
+            print_paths(selected(args.config, args.block, args.pattern), args.missing)
+            return 0
         blocks = study_blocks(args.config)
     except ConfigError as error:
         print(f"invalid config: {error}", file=sys.stderr)
         return 2
-    if args.block:
-        if args.block not in blocks:
-            print(f"no block {args.block!r}; the blocks are {', '.join(blocks)}", file=sys.stderr)
-            return 2
-        for cell in blocks[args.block]:
-            path = Path("results/cells") / f"{cell.cell_id}.json"
-            if args.missing is None or not (args.missing / f"{cell.cell_id}.json").exists():
-                print(path)
-        return 0
+    except re.error as error:
+        print(f"--pattern: not a regular expression: {error}", file=sys.stderr)
+        return 2
     if args.records is None:
         print("| block | cells | CPU | GPU |")
         print("|---|---:|---:|---:|")

@@ -84,6 +84,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     run.add_argument("--dataset", help="dataset name (default: the task's)")
     run.add_argument(
+        "--test-samples",
+        type=int,
+        help="score only the first N held-out samples (default: all the data set has)",
+    )
+    run.add_argument(
         "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
     )
     run.add_argument(
@@ -208,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.memory_limit_mb:
         settings["memory_limit_mb"] = args.memory_limit_mb
+    if args.test_samples:
+        settings["test_samples"] = args.test_samples
     if args.profile:
         settings["profile"] = 1
     for key in (*SPARK_SETTINGS, *ENGINE_SETTINGS):

@@ -103,6 +103,33 @@ def test_cpu_steps_and_threads_apply_to_the_cpu_cells_of_one_task(tiny_config):
     assert {dict(c.settings)["steps_per_epoch"] for c in cnn} == {2}
 
 
+def test_test_samples_caps_one_tasks_train_and_infer_cells_on_both_devices(tiny_config):
+    tiny_config["devices"] = {"cpu": {"threads": [2]}, "cuda": True}
+    tiny_config["check_devices"] = False
+    tiny_config["datasets"] = {"mnist": {"source": "synthetic", "test_samples": 256}}
+    tiny_config["tasks"]["mnist_mlp"] |= {"test_samples": 64}
+    cells = expand_grid(_study(tiny_config))
+    mlp = {
+        (c.values["device"], dict(c.settings).get("test_samples"))
+        for c in cells
+        if c.values["task"] == "mnist_mlp"
+    }
+    assert mlp == {("cpu", 64), ("cuda", 64)}
+    cnn = [c for c in cells if c.values["task"] == "mnist_cnn"]
+    assert cnn and all("test_samples" not in dict(c.settings) for c in cnn)  # hashes unchanged
+
+
+def test_test_samples_above_the_data_sets_is_a_config_error(tiny_config):
+    tiny_config["datasets"] = {"mnist": {"source": "synthetic", "test_samples": 256}}
+    tiny_config["tasks"]["mnist_mlp"] |= {"test_samples": 512}
+    with pytest.raises(
+        ConfigError,
+        match=r"tasks.mnist_mlp.test_samples: 512 is more than the 256 held-out samples "
+        r"of datasets.mnist",
+    ):
+        _study(tiny_config)
+
+
 def test_blocks_script_lists_a_block_and_its_missing_records(tmp_path, tiny_config):
     path = write_config(tmp_path / "study.yaml", _two_blocks(tiny_config))
     script = [sys.executable, str(REPO / "scripts" / "blocks.py"), str(path)]
@@ -124,6 +151,16 @@ def test_blocks_script_lists_a_block_and_its_missing_records(tmp_path, tiny_conf
     assert missing == listed[1:]
     wrong = subprocess.run([*script, "--block", "rnn"], capture_output=True, text=True)
     assert wrong.returncode == 2 and "no block 'rnn'; the blocks are mlp, cnn" in wrong.stderr
+    both = subprocess.run(
+        [*script, "--block", "cnn,mlp"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert both[:2] == listed and len(both) == 4 and "task~mnist_mlp" in both[2]
+    infer = subprocess.run(
+        [*script, "--pattern", "mode~infer"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert len(infer) == 2 and {"task~mnist_mlp", "task~mnist_cnn"} == {
+        p.split("/")[2] for p in infer
+    }
 
 
 def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_config):

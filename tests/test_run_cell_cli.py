@@ -52,6 +52,20 @@ def test_more_threads_than_cores_warns(tmp_path, manifest):
     assert json.loads(out.read_text())["axes"]["threads"] == threads
 
 
+def test_test_samples_scores_the_first_n_held_out_samples_and_says_so(tmp_path, manifest):
+    out = tmp_path / "cell.json"
+    done = run(
+        *("--threads", "1", "--mode", "infer", "--epochs", "1", "--steps-per-epoch", "1"),
+        *("--batch-size", "16", "--repetitions", "1", "--min-repetition-s", "0"),
+        *("--test-samples", "32", "--data", str(manifest), "--out", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(out.read_text())
+    assert record["status"] == "ok"
+    assert record["data"]["test_samples"] == 32  # the manifest holds 64
+    assert record["provenance"]["settings"]["test_samples"] == 32
+
+
 def test_a_batch_larger_than_the_data_prints_the_message_only_at_a_terminal(tmp_path, manifest):
     """At a terminal: the message, no traceback; the record keeps the traceback for the log."""
     out = tmp_path / "cell.json"

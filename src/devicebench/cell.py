@@ -50,10 +50,14 @@ def code_version() -> str:
         return __version__
 
 
-def _data_section(manifest: Path) -> dict[str, Any]:
+def _data_section(manifest: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The data set as the cell used it: the manifest's counts, or the cell's own cap."""
     info = json.loads(manifest.read_text())
     keys = ("dataset", "source", "synthetic", "train_samples", "test_samples")
-    return {key: info.get(key) for key in keys} | {"manifest": str(manifest)}
+    section = {key: info.get(key) for key in keys} | {"manifest": str(manifest)}
+    if settings.get("test_samples"):
+        section["test_samples"] = min(int(settings["test_samples"]), int(info["test_samples"]))
+    return section
 
 
 def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str, str]:
@@ -203,7 +207,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         "runner": settings.get("runner", "run_cell"),
         "settings": settings,
     }
-    record["data"] = _data_section(data)
+    record["data"] = _data_section(data, settings)
     device = settings["device"]
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
     skip = launch.skip_reason(settings) or spark.skip_reason(settings)

@@ -126,6 +126,7 @@ def _check_names(study: dict[str, Any]) -> None:
                     f"{task}; known: {', '.join(TASKS[task].models)}"
                 )
         _check_weights(task, settings)
+        _check_test_samples(task, settings, TASKS[task].dataset, study.get("datasets", {}))
         try:
             get(task).validate(settings)
         except ValueError as error:
@@ -141,6 +142,18 @@ def _check_names(study: dict[str, Any]) -> None:
 
 
 ALTERNATIVES = {name for names in ALTERNATIVE_DATASETS.values() for name in names}
+
+
+def _check_test_samples(
+    task: str, settings: dict[str, Any], dataset: str, datasets: dict[str, Any]
+) -> None:
+    """A task's cap on held-out samples must not ask for more than its data set has."""
+    wanted, held = settings.get("test_samples"), datasets.get(dataset, {}).get("test_samples")
+    if wanted is not None and held is not None and wanted > held:
+        raise ConfigError(
+            f"config key tasks.{task}.test_samples: {wanted} is more than the "
+            f"{held} held-out samples of datasets.{dataset}"
+        )
 
 
 def _check_converge(task: str, given: dict[str, Any]) -> None:

@@ -101,6 +101,7 @@ KNOWN_FLAGS = set(AXES) | {
     "noise_cov",
     "min_repetition_s",
     "memory_limit_mb",
+    "test_samples",
     "profile",
     "gpus",
     "engine",
@@ -187,6 +188,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
             if device == "cpu" and mode in ("train", "infer") and "cpu_steps_per_epoch" in settings:
                 mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
+            if mode in ("train", "infer") and "test_samples" in settings:
+                mode_run = mode_run | {"test_samples": settings["test_samples"]}
             for scale, more in _scale_axes(study, mode, settings, values):
                 if not runnable(values, scale):
                     continue
