@@ -194,6 +194,16 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     assert "[gpu_host] 0 cells to run" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.parametrize("given", ["e7938f1", "0.1.0+e7938f1"])
+def test_the_code_version_a_call_names_is_version_plus_commit_either_way(monkeypatch, given):
+    """A commit or a whole version string: the records say 0.1.0+e7938f1, not 0.1.0+0.1.0+..."""
+    from devicebench import __version__
+    from devicebench.cell import code_version
+
+    monkeypatch.setenv("DEVICEBENCH_CODE_VERSION", given.replace("0.1.0", __version__))
+    assert code_version() == f"{__version__}+e7938f1"
+
+
 def _record(folder: Path, cell, boot: str, version: str = "0.1.0+abc") -> None:
     path = folder / f"{cell.cell_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -214,6 +214,14 @@ def test_agreement_and_its_flag():
     assert not verdict(0.995, 0.5)["quality_below_reference"]
 
 
+def test_agreement_with_a_one_class_reference_says_it_tells_nothing():
+    import numpy as np
+
+    constant = verdict(1.0, 0.48, np.ones(256, dtype=np.int64))
+    assert "predicts class 1 for all 256 held-out samples" in constant["agreement_note"]
+    assert "agreement_note" not in verdict(1.0, 0.7, np.array([0, 1, 1, 0]))
+
+
 def test_cpu_features_say_whether_a_format_is_native():
     amx = cpu_features(["amx_bf16", "amx_int8", "avx512f"])
     assert amx["native_bf16"] and amx["native_int8"] and format_note("bf16", amx) is None

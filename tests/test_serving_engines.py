@@ -75,3 +75,19 @@ def test_an_int8_serve_cell_is_skipped_with_the_reason(imdb, tmp_path):
     record = _run(the_cell, imdb, tmp_path)
     assert record["status"] == "skipped"
     assert "no training data to calibrate" in record["message"]
+
+
+def test_the_serving_table_tells_engine_cells_apart_on_the_published_records():
+    """Two CPU bf16 serve cells of one model, torch in-process and OpenVINO: each its own row,
+    and neither is the other's one-replica base for replica scaling."""
+    from pathlib import Path
+
+    from devicebench.aggregate.serving import serving_table
+
+    folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
+    paths = sorted(folder.glob("task~serve_image/model~resnet50/**/*.json"))
+    table = serving_table(paths, {})
+    cpu_bf16 = table[table["device_label"].str.startswith("cpu") & table["precision"].eq("bf16")]
+    assert sorted(cpu_bf16["engine"]) == ["inprocess", "openvino"]
+    one_replica = table[table["replicas"].eq(1) & table["status"].eq("ok")]
+    assert one_replica["replica_scaling_efficiency"].tolist() == [1.0] * len(one_replica)

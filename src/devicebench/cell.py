@@ -35,8 +35,8 @@ def code_version() -> str:
 
     DEVICEBENCH_CODE_VERSION names it on a host that receives a copy of the tree without its
     current git history (benchmarks/gpu_host.sh sets it from the commit the call was made at)."""
-    if given := os.environ.get("DEVICEBENCH_CODE_VERSION"):
-        return f"{__version__}+{given}"
+    if given := os.environ.get("DEVICEBENCH_CODE_VERSION"):  # a commit, or version+commit
+        return given if given.startswith(f"{__version__}+") else f"{__version__}+{given}"
     try:
         commit = subprocess.run(
             ["git", "-C", str(REPO), "describe", "--always", "--dirty=+dirty"],

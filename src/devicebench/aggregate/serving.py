@@ -25,9 +25,9 @@ from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
 
 SERVING_COLUMNS = [
-    "task", "model", "framework", "device_label", "precision", "batch_size", "seq_len", "server",
-    "replicas", "clients", "status", "message", "requests", "requests_per_s", "samples_per_s",
-    "images_per_s", "p50_ms",
+    "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
+    "server", "replicas", "clients", "status", "message", "requests", "requests_per_s",
+    "samples_per_s", "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
     "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s",
@@ -95,6 +95,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     row = {key: axes.get(key) for key in SERVING_COLUMNS if key in axes}
     row |= {
         "server": axes.get("server", "uvicorn"),
+        "engine": axes.get("engine", "inprocess"),  # what scored: torch in the server, or an engine
         "replicas": int(axes.get("replicas", 1)),
         "device_label": label,
         "status": record.get("status"),
@@ -133,12 +134,17 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
             rows.append(_row(record, prices))
     df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))
     keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
-    keys += ["clients"]
+    keys += ["clients", "engine"]
     return df.sort_values([*keys, "server", "replicas"], kind="stable").reset_index(drop=True)
 
 
-SCALING_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
-SCALING_KEYS += ["server", "boot_id", "code_version"]  # one machine boot, one code version
+SCALING_KEYS = ["task", "model", "framework", "engine", "device_label", "precision", "batch_size"]
+SCALING_KEYS += [
+    "seq_len",
+    "server",
+    "boot_id",
+    "code_version",
+]  # one machine boot, one code version
 
 
 def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:

@@ -10,10 +10,12 @@ import pandas as pd
 
 from devicebench.aggregate.charts import _empty, log_if_wide
 
-IDENTITY = ["model", "framework", "device_label", "precision", "batch_size", "server", "replicas"]
+IDENTITY = [
+    "model", "framework", "engine", "device_label", "precision", "batch_size", "server", "replicas",
+]  # fmt: skip
 
 
-SERIES_TITLE = "framework · precision · batch · server · replicas"
+SERIES_TITLE = "framework · engine · precision · batch · server · replicas"
 LEGEND = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
 
 
@@ -23,7 +25,9 @@ def _ok(serving: pd.DataFrame) -> pd.DataFrame:
         return df
     if "replicas" not in df:  # a table from before the replicas axis: one server process each
         df["replicas"] = 1
-    series = ["framework", "precision", "batch_size", "server", "replicas"]
+    if "engine" not in df:  # a table from before serve cells took an engine: torch in-process
+        df["engine"] = "inprocess"
+    series = ["framework", "engine", "precision", "batch_size", "server", "replicas"]
     df["series"] = df[series].astype(str).agg(" · ".join, axis=1)
     df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)
     if "seq_len" in df:  # text cells: their token limit tells them apart

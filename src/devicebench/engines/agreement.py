@@ -62,12 +62,25 @@ def agreement(predicted: np.ndarray, reference: np.ndarray) -> float:
     return float((predicted == reference).mean())
 
 
-def verdict(share: float, reference_accuracy: float | None) -> dict:
-    """The quality section's words on agreement: both figures and the flag."""
-    return {
+def verdict(
+    share: float, reference_accuracy: float | None, reference: np.ndarray | None = None
+) -> dict:
+    """The quality section's words on agreement: both figures and the flag.
+
+    A reference that predicts one class for every sample (a barely trained model) is agreed
+    with by any format that does the same: the note says the figure tells nothing then.
+    """
+    words = {
         "agreement_fp32": share,
         "agreement_required": REQUIRED,
         "reference": "torch fp32 eager, same weights and held-out samples",
         "reference_accuracy": reference_accuracy,
         "quality_below_reference": bool(share < REQUIRED),
     }
+    if reference is not None and len(reference) and np.unique(reference).size == 1:
+        words["agreement_note"] = (
+            f"the fp32 reference predicts class {np.asarray(reference).ravel()[0]} for all "
+            f"{len(reference)} held-out samples: agreement says nothing about the format's "
+            "fidelity"
+        )
+    return words

@@ -185,4 +185,4 @@ def finish(result: dict[str, Any], backend: Any, settings: dict[str, Any], score
     reference, loss = reference_predictions(view, int(settings["batch_size"]))
     reference_accuracy = score(reference, loss).get("accuracy")
     share = agreement(predicted, reference)
-    result["quality"] |= verdict(share, reference_accuracy)
+    result["quality"] |= verdict(share, reference_accuracy, reference)

@@ -245,12 +245,15 @@ def study_findings(tables: dict[str, pd.DataFrame]) -> list[str]:
     return out
 
 
-SERVE_IDENTITY = ["framework", "precision", "batch_size", "server", "replicas", "seq_len"]
+SERVE_IDENTITY = ["framework", "engine", "precision", "batch_size", "server", "replicas", "seq_len"]
 
 
 def _serve_cell(row: pd.Series) -> str:
     """A serve cell's configuration beside model and device: engine, server, replicas, ..."""
-    parts = [str(row["framework"]), str(row.get("precision"))]
+    parts = [str(row["framework"])]
+    if pd.notna(row.get("engine")) and row.get("engine") != "inprocess":
+        parts.append(f"on {row['engine']}")
+    parts.append(str(row.get("precision")))
     parts.append(f"batch {format_value(row.get('batch_size'))}")
     parts += [f"{row['server']} server" if pd.notna(row.get("server")) else ""]
     if pd.notna(row.get("replicas")):

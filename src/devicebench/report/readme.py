@@ -79,8 +79,8 @@ def speedup_table(speedup: pd.DataFrame) -> pd.DataFrame:
 def serving_table(serving: pd.DataFrame) -> pd.DataFrame:
     """The serve cells that finished ok: throughput, tail latency, price per 1,000 requests."""
     ok = serving[serving["status"].astype(str).eq("ok")]
-    cols = ["model", "framework", "device_label", "precision", "server", "replicas", "clients"]
-    cols = [c for c in cols if c in ok]  # tables from before the replicas axis lack it
+    cols = ["model", "framework", "engine", "device_label", "precision", "server", "replicas"]
+    cols = [c for c in [*cols, "clients"] if c in ok]  # older tables lack replicas and engine
     counts = ("replicas", "clients")
     out = pd.DataFrame({c: ok[c].map(number if c in counts else str) for c in cols})
     out["requests/s"] = ok["requests_per_s"].map(number)
