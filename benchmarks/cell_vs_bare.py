@@ -289,6 +289,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "inputs of the same shapes (as cpu_engines.py calibrates): does the data matter?",
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--table-from", type=Path, help="print the table of a saved --json report")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # a model, run in this process
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -306,6 +307,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.table_from:  # a run made elsewhere (the GPU host), shown here
+        print(table(json.loads(args.table_from.read_text())["rows"]))
+        return 0
     if args.worker:  # one model, in a process whose thread variables are already set
         rows = run_model(args.worker, args, args.data)
         args.json.write_text(json.dumps(rows, indent=1))

@@ -73,3 +73,14 @@ def test_an_untrained_models_equal_biases_are_initializers_and_quantize(tmp_path
     int32 = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.INT32}
     biases = [n for n in graph.node if n.op_type == "DequantizeLinear" and n.input[0] in int32]
     assert len(biases) == 2  # both biases quantized (int32), as a trained model's are
+
+
+def test_the_h100_hosts_record_prints_as_the_table_in_results(capsys):
+    """The table in benchmarks/RESULTS.md is the committed record's, printed by code."""
+    import cell_vs_bare
+
+    record = REPO / "benchmarks" / "results" / "cell_vs_bare_h100host.json"
+    assert cell_vs_bare.main(["--table-from", str(record)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed.count("\n| resnet-50 |") == 7 and printed.count("\n| bert-base |") == 9
+    assert printed in (REPO / "benchmarks" / "RESULTS.md").read_text()
