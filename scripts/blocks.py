@@ -48,11 +48,11 @@ def selected(config: Path, names: str | None, pattern: str | None) -> list:
     if pattern is not None:
         wanted = re.compile(pattern)
         return [c for c in study_cells(config)[1] if wanted.search(f"{c.cell_id}.json")]
-    blocks = study_blocks(config)
-    unknown = [name for name in names.split(",") if name not in blocks]
+    blocks, wanted = study_blocks(config), names.split(",")
+    unknown = [name for name in wanted if name not in blocks]
     if unknown:
         raise ConfigError(f"no block {unknown[0]!r}; the blocks are {', '.join(blocks)}")
-    return [cell for name in names.split(",") for cell in blocks[name]]
+    return [cell for name in wanted for cell in blocks[name]]
 
 
 def print_paths(cells: list, missing: Path | None) -> None:

@@ -138,13 +138,10 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values([*keys, "server", "replicas"], kind="stable").reset_index(drop=True)
 
 
-SCALING_KEYS = ["task", "model", "framework", "engine", "device_label", "precision", "batch_size"]
-SCALING_KEYS += [
-    "seq_len",
-    "server",
-    "boot_id",
-    "code_version",
-]  # one machine boot, one code version
+SCALING_KEYS = [
+    "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
+    "server", "boot_id", "code_version",  # one machine boot, one code version
+]  # fmt: skip
 
 
 def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:
