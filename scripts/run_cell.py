@@ -124,7 +124,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.batch_size < 1 or args.repetitions < 1:
         parser.error("--batch-size and --repetitions must be at least 1")
-    for flag in ("epochs", "steps_per_epoch"):
+    for flag in ("epochs", "steps_per_epoch", "test_samples"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.memory_limit_mb:
         settings["memory_limit_mb"] = args.memory_limit_mb
-    if args.test_samples:
+    if args.test_samples is not None:
         settings["test_samples"] = args.test_samples
     if args.profile:
         settings["profile"] = 1

@@ -29,7 +29,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("flag", ["--epochs", "--steps-per-epoch"])
+@pytest.mark.parametrize("flag", ["--epochs", "--steps-per-epoch", "--test-samples"])
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_zero_or_negative_counts_are_errors(tmp_path, flag, value):
     out = tmp_path / "cell.json"
