@@ -36,19 +36,30 @@ export KERAS_HOME=/tmp/keras-home
 started=$(date -u +%FT%TZ)
 stamp=$(date +%H%M%S)
 log="$outdir/snakemake-$stamp.log"
+# Blocks run one after the other, each its own snakemake run: snakemake orders the targets of
+# one run as it likes, and a call cut off mid-way should leave whole blocks, not parts of many.
 if python3 scripts/blocks.py "$config" --block "$pattern" >/dev/null 2>&1; then
-    missing=$(python3 scripts/blocks.py "$config" --block "$pattern" --missing results/cells)
+    IFS=, read -ra selections <<<"$pattern"
+    kind=--block
 else
-    missing=$(python3 scripts/blocks.py "$config" --pattern "$pattern" --missing results/cells)
+    selections=("$pattern")
+    kind=--pattern
 fi
-echo "[gpu_host] $(echo "$missing" | grep -c . || true) cells to run, budget ${budget}s"
-status=0
-if [ -n "$missing" ]; then
+deadline=$(($(date +%s) + budget))
+missing="" status=0
+for selection in "${selections[@]}"; do
+    todo=$(python3 scripts/blocks.py "$config" $kind "$selection" --missing results/cells)
+    missing="$missing$todo"$'\n'
+    left=$((deadline - $(date +%s)))
+    echo "[gpu_host] $selection: $(echo "$todo" | grep -c . || true) cells to run, ${left}s left"
+    [ -n "$todo" ] || continue
+    if [ "$left" -le 30 ]; then status=124 && break; fi
     # shellcheck disable=SC2086  # one target per word
     # targets first: --configfile takes every word after it
-    timeout -s INT -k 30 "$budget" python3 -m snakemake $missing --cores all \
-        --configfile "$config" >"$log" 2>&1 || status=$?
-fi
+    timeout -s INT -k 30 "$left" python3 -m snakemake $todo --cores all \
+        --configfile "$config" >>"$log" 2>&1 || status=$?
+    [ "$status" -eq 0 ] || break
+done
 echo "[gpu_host] snakemake exit $status; $(find results/cells -name '*.json' | wc -l) records"
 # What this call was: the block (or pattern), the code, the machine, and which cells it ran.
 python3 - "$outdir/call-$stamp.json" "$pattern" "$started" "$status" "$missing" <<'PY'
