@@ -139,6 +139,22 @@ def test_a_cell_below_the_fp32_agreement_is_never_a_device_best(tmp_path):
     assert table([fp32, int8]).set_index("pick").loc["fastest", "cpu_cell"] == "int8"
 
 
+def test_a_device_whose_every_cell_disagrees_says_so(tmp_path):
+    """The GPU's only cell is below the agreement: no GPU best, and the note says why, with the
+    agreement, rather than that the GPU has no ok cell."""
+    below = {"agreement_fp32": 0.977, "quality_below_reference": True}
+    paths = [
+        record(tmp_path, "cpu", device="cpu", rate=1000.0),
+        record(tmp_path, "gpu", device="cuda", rate=5e4, precision="bf16", quality=below),
+    ]
+    row = table(paths).set_index("pick").loc["fastest"]
+    assert row.cpu_cell == "cpu" and pd.isna(row.gpu_cell) and pd.isna(row.speedup)
+    assert row.note == "every ok cuda cell agrees with fp32 on under 99% of predictions (0.977)"
+    paths.append(record(tmp_path, "fp32", device="cuda", rate=2e4))
+    row = table(paths).set_index("pick").loc["fastest"]
+    assert row.gpu_cell == "fp32" and row.note == ""
+
+
 def test_joules_per_sample_come_from_the_cells_frame_when_it_has_them(tmp_path):
     paths = [
         record(tmp_path, "cpu", device="cpu", rate=1000.0),

@@ -164,7 +164,8 @@ def test_blocks_script_lists_a_block_and_its_missing_records(tmp_path, tiny_conf
 
 
 def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_config):
-    """The real script on a copy of the repository: one block's cells run, the other's do not."""
+    """The real script on a copy of the repository: one block's cells run, the other's do not;
+    a second call with both blocks runs them one after the other, only what has no record."""
     repo = tmp_path / "repo"
     for part in ("src", "scripts", "rules", "config", "benchmarks", "profiles", "envs"):
         shutil.copytree(REPO / part, repo / part, ignore=shutil.ignore_patterns("results"))
@@ -176,7 +177,7 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     command = ["bash", "benchmarks/gpu_host.sh", "study.yaml", "300", "out", "cnn"]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "[gpu_host] 2 cells to run" in done.stdout
+    assert "[gpu_host] cnn: 2 cells to run" in done.stdout
     records = sorted((repo / "results" / "cells").rglob("*.json"))
     assert len(records) == 2 and all("task~mnist_cnn" in str(p) for p in records)
     for path in records:
@@ -190,8 +191,15 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     assert call["cells_without_record"] == []
     assert call["code_version"].endswith("+testcommit")
     assert list((repo / "out").glob("records-*.tgz"))
+    command[-1] = "cnn,mlp"
     again = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
-    assert "[gpu_host] 0 cells to run" in again.stdout, again.stdout + again.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "[gpu_host] cnn: 0 cells to run" in again.stdout
+    assert "[gpu_host] mlp: 2 cells to run" in again.stdout
+    assert len(list((repo / "results" / "cells").rglob("*.json"))) == 4
+    (call_file,) = set((repo / "out").glob("call-*.json")) - {call_file}
+    call = json.loads(call_file.read_text())
+    assert call["selection"] == "cnn,mlp" and call["cells_asked"] == call["records_written"] == 2
 
 
 @pytest.mark.parametrize("given", ["e7938f1", "0.1.0+e7938f1"])

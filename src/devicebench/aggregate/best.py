@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns, format_value
+from devicebench.engines.agreement import REQUIRED
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
 PICKS = {"fastest": "samples_per_s", "cheapest": "usd_per_million"}
@@ -53,11 +54,10 @@ def best_table(cells: pd.DataFrame) -> pd.DataFrame:
 
     `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
     """
-    ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)]
-    if "quality_below_reference" in ok.columns:
-        below = ok["quality_below_reference"].astype("boolean").fillna(False).astype(bool)
-        ok = ok[~below]
-    ok = ok.copy()
+    ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)].copy()
+    below = ok.get("quality_below_reference", pd.Series(False, index=ok.index))
+    # kept in the group, so a device whose every cell disagrees says so rather than "no ok cell"
+    ok["_below"] = below.astype("boolean").fillna(False).astype(bool)
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
     for col in ("boot_id", "code_version", "model"):
@@ -108,10 +108,10 @@ def _pair(
     chosen = {}
     for side, device in DEVICES.items():
         on_device = group[group["device"].astype(str).eq(device)]
-        mine = on_device[on_device[column].notna()]
+        agreeing = on_device[~on_device["_below"]]
+        mine = agreeing[agreeing[column].notna()]
         if mine.empty:
-            why = "no priced ok" if len(on_device) else "no ok"
-            notes.append(f"{why} {device} cell")
+            notes.append(_why_none(on_device, agreeing, device))
             continue
         ascending = pick == "cheapest"
         best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
@@ -134,6 +134,19 @@ def _pair(
         row["breakeven_gpu_usd_per_hour"] = per_gpu * ratio
     row["note"] = "; ".join(notes)
     return row
+
+
+def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> str:
+    """Why a device has no best cell in a group: none ok, none agreeing with fp32, none priced."""
+    if on_device.empty:
+        return f"no ok {device} cell"
+    if agreeing.empty:
+        low = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
+        span = "-".join(sorted({f"{low.min():.3f}", f"{low.max():.3f}"})) if len(low) else ""
+        span = f" ({span})" if span else ""
+        share = f"{REQUIRED:.0%}"
+        return f"every ok {device} cell agrees with fp32 on under {share} of predictions{span}"
+    return f"no priced ok {device} cell"
 
 
 def _show(value: Any) -> str:
