@@ -129,3 +129,12 @@ def test_a_cell_without_a_cost_per_repetition_prints_no_nan():
     said = findings.cheapest(cells, "serve_text")
     assert said and not re.search(r"\bnan\b", " ".join(said), re.I)
     assert "730,753 samples per US$;" in said[0]
+
+
+def test_a_loadgen_server_search_is_reported_valid_or_how_low_it_went():
+    valid = serve_table({"server_highest_valid_qps": 406.5, "server_lowest_qps_tried": 406.5})
+    said = " ".join(findings.serving(valid, "serve_image"))
+    assert "LoadGen Server VALID up to 406.5 QPS" in said
+    invalid = serve_table({"server_highest_valid_qps": None, "server_lowest_qps_tried": 7.08})
+    said = " ".join(findings.serving(invalid, "serve_image"))
+    assert "LoadGen Server INVALID at every QPS tried, down to 7.08" in said and "nan" not in said

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from devicebench.data import prepare_dataset
@@ -91,3 +92,21 @@ def test_the_serving_table_tells_engine_cells_apart_on_the_published_records():
     assert sorted(cpu_bf16["engine"]) == ["inprocess", "openvino"]
     one_replica = table[table["replicas"].eq(1) & table["status"].eq("ok")]
     assert one_replica["replica_scaling_efficiency"].tolist() == [1.0] * len(one_replica)
+
+
+def test_a_server_search_without_a_valid_run_says_how_low_it_went():
+    """The published CPU fp32 ResNet-50 cell: LoadGen's Server runs at 28.3, 14.2 and 7.1 QPS
+    were all INVALID, so there is no highest valid QPS, and the table says it lies below 7.1."""
+    from pathlib import Path
+
+    from devicebench.aggregate.serving import serving_table
+
+    folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
+    paths = sorted(folder.glob("task~serve_image/model~resnet50/**/*.json"))
+    table = serving_table(paths, {})
+    cpu_fp32 = table[table["device_label"].str.startswith("cpu") & table["precision"].eq("fp32")]
+    (row,) = cpu_fp32.itertuples()
+    assert pd.isna(row.server_highest_valid_qps)
+    assert row.server_lowest_qps_tried == pytest.approx(7.08, abs=0.01)
+    valid = table[table["server_highest_valid_qps"].notna()]
+    assert (valid["server_lowest_qps_tried"] <= valid["server_highest_valid_qps"]).all()

@@ -32,7 +32,8 @@ SERVING_COLUMNS = [
     "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
     "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s",
     "offline_valid",
-    "singlestream_p90_ms", "server_highest_valid_qps", "replica_scaling_efficiency",
+    "singlestream_p90_ms", "server_highest_valid_qps", "server_lowest_qps_tried",
+    "replica_scaling_efficiency",
     "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id", "boot_id",
     "code_version",
 ]  # fmt: skip
@@ -59,12 +60,18 @@ def _loadgen(section: dict[str, Any]) -> dict[str, Any]:
     single = section.get("SingleStream") or {}
     server = section.get("Server") or {}
     if server and "runs" not in server:  # one Server run, no search
-        server = {"highest_valid_qps": server["target_qps"] if server.get("valid") else None}
+        server = {
+            "highest_valid_qps": server["target_qps"] if server.get("valid") else None,
+            "runs": [server],
+        }
+    tried = [run["target_qps"] for run in server.get("runs", []) if run.get("target_qps")]
     return {
         "offline_samples_per_s": offline.get("result"),
         "offline_valid": offline.get("valid"),
         "singlestream_p90_ms": single.get("result"),
         "server_highest_valid_qps": server.get("highest_valid_qps"),
+        # with no VALID run, the highest valid QPS lies below this (the search's lowest)
+        "server_lowest_qps_tried": min(tried) if tried else None,
     }
 
 

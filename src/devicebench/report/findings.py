@@ -280,6 +280,11 @@ def serving(table: pd.DataFrame, task: str, noise_cov: float = 0.1) -> list[str]
             line += f"; US${best['cost_per_1k_requests_usd']:.3g} per 1,000 requests"
         if pd.notna(best.get("server_highest_valid_qps")):
             line += f"; LoadGen Server VALID up to {best['server_highest_valid_qps']:.4g} QPS"
+        elif pd.notna(best.get("server_lowest_qps_tried")):
+            line += (
+                "; LoadGen Server INVALID at every QPS tried, down to "
+                f"{best['server_lowest_qps_tried']:.4g}"
+            )
         out.append(line + ".")
     out += client_scaling(done)
     per_dollar = done.groupby(["model", "device_label"])["requests_per_usd"].max().unstack()
