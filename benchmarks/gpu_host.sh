@@ -56,9 +56,11 @@ for selection in "${selections[@]}"; do
     if [ "$left" -le 30 ]; then status=124 && break; fi
     # shellcheck disable=SC2086  # one target per word
     # targets first: --configfile takes every word after it
+    rc=0
     timeout -s INT -k 30 "$left" python3 -m snakemake $todo --cores all \
-        --configfile "$config" >>"$log" 2>&1 || status=$?
-    [ "$status" -eq 0 ] || break
+        --configfile "$config" >>"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || status=$rc
+    [ "$rc" -ne 124 ] || break # out of time; a failed block leaves the next ones to run
 done
 echo "[gpu_host] snakemake exit $status; $(find results/cells -name '*.json' | wc -l) records"
 # What this call was: the block (or pattern), the code, the machine, and which cells it ran.
