@@ -6,6 +6,7 @@ data)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -78,32 +79,29 @@ def test_an_int8_serve_cell_is_skipped_with_the_reason(imdb, tmp_path):
     assert "no training data to calibrate" in record["message"]
 
 
-def test_the_serving_table_tells_engine_cells_apart_on_the_published_records():
-    """Two CPU bf16 serve cells of one model, torch in-process and OpenVINO: each its own row,
-    and neither is the other's one-replica base for replica scaling."""
-    from pathlib import Path
-
+@pytest.fixture(scope="module")
+def published_resnet50():
+    """The serving table of the published H100 study's ResNet-50 serve cells."""
     from devicebench.aggregate.serving import serving_table
 
     folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
-    paths = sorted(folder.glob("task~serve_image/model~resnet50/**/*.json"))
-    table = serving_table(paths, {})
+    return serving_table(sorted(folder.glob("task~serve_image/model~resnet50/**/*.json")), {})
+
+
+def test_the_serving_table_tells_engine_cells_apart_on_the_published_records(published_resnet50):
+    """Two CPU bf16 serve cells of one model, torch in-process and OpenVINO: each its own row,
+    and neither is the other's one-replica base for replica scaling."""
+    table = published_resnet50
     cpu_bf16 = table[table["device_label"].str.startswith("cpu") & table["precision"].eq("bf16")]
     assert sorted(cpu_bf16["engine"]) == ["inprocess", "openvino"]
     one_replica = table[table["replicas"].eq(1) & table["status"].eq("ok")]
     assert one_replica["replica_scaling_efficiency"].tolist() == [1.0] * len(one_replica)
 
 
-def test_a_server_search_without_a_valid_run_says_how_low_it_went():
+def test_a_server_search_without_a_valid_run_says_how_low_it_went(published_resnet50):
     """The published CPU fp32 ResNet-50 cell: LoadGen's Server runs at 28.3, 14.2 and 7.1 QPS
     were all INVALID, so there is no highest valid QPS, and the table says it lies below 7.1."""
-    from pathlib import Path
-
-    from devicebench.aggregate.serving import serving_table
-
-    folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
-    paths = sorted(folder.glob("task~serve_image/model~resnet50/**/*.json"))
-    table = serving_table(paths, {})
+    table = published_resnet50
     cpu_fp32 = table[table["device_label"].str.startswith("cpu") & table["precision"].eq("fp32")]
     (row,) = cpu_fp32.itertuples()
     assert pd.isna(row.server_highest_valid_qps)

@@ -141,9 +141,9 @@ def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> s
     if on_device.empty:
         return f"no ok {device} cell"
     if agreeing.empty:
-        low = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
-        span = "-".join(sorted({f"{low.min():.3f}", f"{low.max():.3f}"})) if len(low) else ""
-        span = f" ({span})" if span else ""
+        shares = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
+        low, high = f"{shares.min():.3f}", f"{shares.max():.3f}"
+        span = "" if shares.empty else f" ({low})" if low == high else f" ({low}-{high})"
         share = f"{REQUIRED:.0%}"
         return f"every ok {device} cell agrees with fp32 on under {share} of predictions{span}"
     return f"no priced ok {device} cell"
