@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from devicebench.report.decision import decision_chart, decision_frame
+from devicebench.report.page import task_summary
 from devicebench.report.verdict import (
     BEST_COLUMNS,
     compact,
@@ -112,6 +113,23 @@ def test_sentences_come_from_the_rows():
     assert list(shown["workload"]) == ["t", "u"]  # the cheapest rows only
     assert shown.loc[0, "cheaper, by"] == "CPU, 1.18x"
     assert shown.loc[1, "cheaper, by"] == "GPU, 85x"
+
+
+def test_a_lead_within_ten_percent_is_called_even_not_a_win():
+    # 16 threads at US$0.68/h against an H100 at US$4/h: equal cost at 5,882 GPU samples/s
+    near = best_row("cheapest", gpu_samples_per_s=6176.0)  # GPU cheaper by 1.05x
+    clear = best_row("cheapest", task="u", cpu_cell="task~u/device~cpu", gpu_samples_per_s=6600.0)
+    table = reprice(best(near, clear), cells(), PRICES)
+    said = sentences(table, PRICES)
+    assert said[0] == (
+        "Per sample, the GPU is cheaper in 1 of 2 workload-modes (u infer) and the CPU in 0, "
+        "and 1 within 10% of even (t infer), too close to call."
+    )
+    assert said[1].startswith("The GPU's widest lead is u infer, 1.12x cheaper")
+    shown = display_table(table)
+    assert list(shown["cheaper, by"]) == ["about even (GPU 1.05x)", "GPU, 1.12x"]
+    assert task_summary(table, "t") == " — infer: about even (GPU 1.05x)"
+    assert task_summary(table, "u") == " — infer: GPU 1.12x cheaper"
 
 
 def test_without_gpu_rows_the_verdict_says_so_and_why():

@@ -21,7 +21,7 @@ from devicebench.aggregate.reproducibility import reproducibility_findings
 from devicebench.aggregate.writeup_charts import drawn_charts
 from devicebench.report import findings
 from devicebench.report.decision import decision_chart
-from devicebench.report.verdict import reprice, times, verdict_rows
+from devicebench.report.verdict import lead, reprice, verdict_rows
 from devicebench.report.verdict_section import verdict_html
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
@@ -171,9 +171,10 @@ def task_summary(best: pd.DataFrame | None, task: str) -> str:
     rows = rows[rows["task"].astype(str).eq(task) & rows["cost_ratio"].notna()]
     parts = []
     for _, row in rows.iterrows():
-        ratio = row["cost_ratio"] if row["cheaper"] == "gpu" else 1 / row["cost_ratio"]
         what = str(row["label"]).removeprefix(f"{task} ")
-        parts.append(f"{what}: {str(row['cheaper']).upper()} {times(ratio)} cheaper")
+        said = lead(row)  # 'GPU, 85x' or 'about even (CPU 1.013x)'
+        even = said.startswith("about")
+        parts.append(f"{what}: {said if even else said.replace(', ', ' ', 1) + ' cheaper'}")
     return f" — {'; '.join(parts)}" if parts else ""
 
 

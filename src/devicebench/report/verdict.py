@@ -24,6 +24,10 @@ BEST_COLUMNS = [
     *"cost_ratio breakeven_gpu_usd_per_hour note".split(),
 ]  # and, where a task has several models, `model` (each model compared on its own)
 SIDES = ("cpu", "gpu")
+# A cost ratio within this of 1 either way is "about even": two cells' throughputs each carry a
+# few per cent of noise on a shared host (stability CoV up to ~0.15 in serving), so a 1.04x lead
+# is no ground to buy one device over the other.
+EVEN = 0.10
 
 
 def load_best(folder: Path) -> pd.DataFrame | None:
@@ -131,6 +135,22 @@ def times(value: Any) -> str:
     return f"{number(value, 4) if near_one else shown}x"
 
 
+def is_even(ratio: Any) -> bool:
+    """Whether a CPU/GPU cost ratio is too close to 1 to name a cheaper device."""
+    return pd.notna(ratio) and abs(math.log(float(ratio))) <= math.log(1 + EVEN)
+
+
+def lead(row: pd.Series) -> str:
+    """Which device is cheaper and by how much ('GPU, 85x'); 'about even (CPU 1.013x)' where
+    the lead is within EVEN; '—' without a pair."""
+    ratio = row["cost_ratio"]
+    if pd.isna(ratio):
+        return "—"
+    side = str(row["cheaper"]).upper()
+    by = times(ratio if row["cheaper"] == "gpu" else 1 / ratio)
+    return f"about even ({side} {by})" if is_even(ratio) else f"{side}, {by}"
+
+
 def _label(row: pd.Series) -> str:
     return str(row.get("label", f"{row['task']} {row['mode']}"))
 
@@ -150,15 +170,21 @@ def sentences(
     out = []
     if paired.empty:
         return unpaired(rows, why_no_gpu)
-    gpu_wins = paired[paired["cheaper"].eq("gpu")]
-    cpu_wins = paired[paired["cheaper"].eq("cpu")]
+    even = paired[paired["cost_ratio"].map(is_even)]
+    gpu_wins = paired[paired["cheaper"].eq("gpu") & ~paired.index.isin(even.index)]
+    cpu_wins = paired[paired["cheaper"].eq("cpu") & ~paired.index.isin(even.index)]
 
     def listed(part: pd.DataFrame) -> str:
         return f" ({', '.join(_label(r) for _, r in part.iterrows())})" if len(part) else ""
 
+    tie = (
+        f", and {len(even)} within {EVEN:.0%} of even{listed(even)}, too close to call"
+        if len(even)
+        else ""
+    )
     out.append(
         f"Per sample, the GPU is cheaper in {len(gpu_wins)} of {len(paired)} workload-modes"
-        f"{listed(gpu_wins)} and the CPU in {len(cpu_wins)}{listed(cpu_wins)}."
+        f"{listed(gpu_wins)} and the CPU in {len(cpu_wins)}{listed(cpu_wins)}{tie}."
     )
     extremes = []
     if not gpu_wins.empty:
@@ -249,19 +275,11 @@ def unpaired(rows: pd.DataFrame, why_no_gpu: str | None) -> list[str]:
 def display_table(best: pd.DataFrame) -> pd.DataFrame:
     """The verdict table as shown: one row per workload and mode (and machine, if several)."""
     rows = verdict_rows(best)
-
-    def cheaper(row: pd.Series) -> str:
-        ratio = row["cost_ratio"]
-        if pd.isna(ratio):
-            return "—"
-        by = ratio if row["cheaper"] == "gpu" else 1 / ratio
-        return f"{str(row['cheaper']).upper()}, {times(by)}"
-
     shown = pd.DataFrame(
         {
             "workload": rows["task"].astype(str),
             "mode": rows["mode"].astype(str),
-            "cheaper, by": rows.apply(cheaper, axis=1),
+            "cheaper, by": rows.apply(lead, axis=1),
             "CPU US$ / M samples": rows["cpu_usd_per_million"].map(number),
             "GPU US$ / M samples": rows["gpu_usd_per_million"].map(number),
             "break-even GPU US$/h": rows["breakeven_gpu_usd_per_hour"].map(number),
