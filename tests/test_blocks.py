@@ -232,7 +232,7 @@ def test_a_block_is_in_only_whole_from_one_machine_and_one_code_version(tmp_path
     assert block_state(mlp, tmp_path)["state"] == "waits: records from 2 machines"
     _record(tmp_path, mlp[1], "boot-a", "0.1.0+def")
     assert block_state(mlp, tmp_path)["state"] == "waits: records from 2 code versions"
-    _record(tmp_path, mlp[1], "boot-a")
+    _record(tmp_path, mlp[1], "boot-a", "0.1.0+0.1.0+abc")  # one commit, prefix written twice
     assert block_state(mlp, tmp_path) | {"measured": ""} == {
         "cells": 2, "cpu": 2, "records": 2, "boot_ids": ["boot-a"],
         "code_versions": ["0.1.0+abc"], "measured": "", "state": "in",

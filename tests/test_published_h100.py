@@ -28,6 +28,13 @@ def test_every_verdict_row_pairs_one_machine_and_one_code_version(cells):
         assert cpu["code_version"] == gpu["code_version"] == row["code_version"], row["task"]
 
 
+def test_a_commit_reads_as_one_code_version_however_the_record_spelled_it(cells):
+    """Early records spelled e7938f1 as 0.1.0+0.1.0+e7938f1 (record.code_version_of)."""
+    versions = set(cells["code_version"])
+    assert [v for v in versions if v.count(v.split("+")[0] + "+") > 1] == []
+    assert "0.1.0+e7938f1" in versions
+
+
 def test_the_transformer_workloads_have_cpu_and_gpu_cells(cells):
     ok = cells[cells["status"].eq("ok")]
     for task in ("text_classify", "cifar10_finetune", "conll_ner"):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench.grid import Cell
+from devicebench.record import code_version_of
 
 BEGIN = "<!-- blocks:begin -->"
 END = "<!-- blocks:end -->"
@@ -22,7 +23,7 @@ def _provenance(path: Path) -> tuple[str | None, str | None, str | None]:
     record = json.loads(path.read_text())
     environment = record.get("environment") or {}
     provenance = record.get("provenance") or {}
-    return environment.get("boot_id"), provenance.get("code_version"), provenance.get("created")
+    return environment.get("boot_id"), code_version_of(provenance), provenance.get("created")
 
 
 def block_state(cells: list[Cell], records: Path) -> dict[str, Any]:

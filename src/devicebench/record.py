@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from devicebench.atomic import atomic_path
@@ -86,3 +87,19 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     raise TypeError(f"cannot store {type(value).__name__} in a cell record")
+
+
+def code_version_of(provenance: Mapping[str, Any]) -> Any:
+    """provenance.code_version with a version prefix written twice read as once.
+
+    Records of 2026-11-24 03:36-04:00 UTC (results/published/h100) say '0.1.0+0.1.0+e7938f1':
+    the host was handed the whole version string and the cell put its version in front again
+    (cell.code_version takes either form since). Both spellings name one commit, and a reader
+    that groups or pairs by code version must see them as one."""
+    value = provenance.get("code_version")
+    if not isinstance(value, str):
+        return value
+    head, plus, rest = value.partition("+")
+    while plus and rest.startswith(f"{head}+"):
+        rest = rest[len(head) + 1 :]
+    return f"{head}{plus}{rest}"

@@ -18,6 +18,7 @@ import pandas as pd
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import read_record
 from devicebench.flop_formulas import needs_recount
+from devicebench.record import code_version_of
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
@@ -222,8 +223,9 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(env, key)
     for key in ("gpu_driver", "cuda", "cudnn"):
         row[key] = _get(env, key)
-    for key in ("seed", "config_hash", "code_version", "created"):
+    for key in ("seed", "config_hash", "created"):
         row[key] = _get(provenance, key)
+    row["code_version"] = _get({"code_version": code_version_of(provenance)}, "code_version")
     row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
     row.update(energy.energy_columns(record))

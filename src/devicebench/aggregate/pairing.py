@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from devicebench.record import code_version_of
+
 PAIRING = ("boot_id", "code_version")
 CROSSING = "unpaired: the base ran on another boot_id or code_version"
 
@@ -28,7 +30,7 @@ def record_pairing(record: Mapping[str, Any]) -> dict[str, Any]:
     provenance = record.get("provenance") or {}
     return {
         "boot_id": _text(env.get("boot_id")),
-        "code_version": _text(provenance.get("code_version")),
+        "code_version": _text(code_version_of(provenance)),
     }
 
 
