@@ -138,3 +138,10 @@ def test_a_loadgen_server_search_is_reported_valid_or_how_low_it_went():
     invalid = serve_table({"server_highest_valid_qps": None, "server_lowest_qps_tried": 7.08})
     said = " ".join(findings.serving(invalid, "serve_image"))
     assert "LoadGen Server INVALID at every QPS tried, down to 7.08" in said and "nan" not in said
+    stopped = "not tried at 3.54 QPS: 459 queries would take 130 s, over the cap"
+    capped = serve_table(
+        {"server_highest_valid_qps": None, "server_lowest_qps_tried": 7.08,
+         "server_search_stopped": stopped}
+    )  # fmt: skip
+    said = " ".join(findings.serving(capped, "serve_image"))
+    assert f"down to 7.08 (lower {stopped})." in said

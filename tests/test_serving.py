@@ -182,6 +182,28 @@ def test_a_server_run_has_enough_queries_for_loadgen_early_stopping(server, imag
     assert result["valid"]
 
 
+def test_the_server_search_makes_no_run_longer_than_its_cap(server, images, tmp_path):
+    """A bound no QPS meets halves the QPS each run, and 459 queries at half the QPS take twice
+    as long: the cap stops the search before a run that would last past it, and says so."""
+    result = loadgen.search_server_qps(
+        f"{server.url}/predict",
+        images,
+        tmp_path,
+        start_qps=460,
+        steps=3,
+        max_run_s=1.5,
+        min_duration_s=0.2,
+        min_queries=64,
+        target_latency_ms=0.001,
+    )
+    assert [run["target_qps"] for run in result["runs"]] == [460]
+    assert result["highest_valid_qps"] is None and not result["runs"][0]["valid"]
+    assert result["stopped"] == (
+        "not tried at 230 QPS: 459 queries would take 2 s, over loadgen_server_max_run_s 1.5"
+    )
+    assert not (tmp_path / "qps-1").exists()
+
+
 def test_a_port_in_use_is_retried_on_another(images):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -33,6 +33,7 @@ SERVING_COLUMNS = [
     "client_capacity_rps", "client_bound", "joules_per_sample", "offline_samples_per_s",
     "offline_valid",
     "singlestream_p90_ms", "server_highest_valid_qps", "server_lowest_qps_tried",
+    "server_search_stopped",
     "replica_scaling_efficiency",
     "price_per_hour", "cost_per_1k_requests_usd", "requests_per_usd", "cell_id", "boot_id",
     "code_version",
@@ -72,6 +73,7 @@ def _loadgen(section: dict[str, Any]) -> dict[str, Any]:
         "server_highest_valid_qps": server.get("highest_valid_qps"),
         # with no VALID run, the highest valid QPS lies below this (the search's lowest)
         "server_lowest_qps_tried": min(tried) if tried else None,
+        "server_search_stopped": server.get("stopped"),  # a run the cap left out, and why
     }
 
 

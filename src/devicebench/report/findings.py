@@ -285,6 +285,8 @@ def serving(table: pd.DataFrame, task: str, noise_cov: float = 0.1) -> list[str]
                 "; LoadGen Server INVALID at every QPS tried, down to "
                 f"{best['server_lowest_qps_tried']:.4g}"
             )
+            if isinstance(best.get("server_search_stopped"), str):
+                line += f" (lower {best['server_search_stopped']})"
         out.append(line + ".")
     out += client_scaling(done)
     per_dollar = done.groupby(["model", "device_label"])["requests_per_usd"].max().unstack()

@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "loadgen_min_queries": 256,
     "server_latency_ms": 100.0,
     "server_search_steps": 4,
+    "loadgen_server_max_run_s": None,
     "ray_address": "",
 }
 
@@ -215,9 +216,11 @@ def _loadgen(url, payloads, serve, pool, clients, log_dir: Path, kind: str) -> d
         where = log_dir / "loadgen" / scenario
         if scenario == "Server" and int(serve["server_search_steps"]) > 1:
             steps = int(serve["server_search_steps"])
+            cap = serve["loadgen_server_max_run_s"]
             out[scenario] = loadgen.search_server_qps(
-                url, payloads, where, start_qps=expected / 2, steps=steps, **options
-            )
+                url, payloads, where, start_qps=expected / 2, steps=steps,
+                max_run_s=None if cap is None else float(cap), **options,
+            )  # fmt: skip
         else:
             out[scenario] = loadgen.run_scenario(
                 url, payloads, scenario, where, target_qps=expected, **options
@@ -228,5 +231,6 @@ def _loadgen(url, payloads, serve, pool, clients, log_dir: Path, kind: str) -> d
 
 def _brief(result: dict[str, Any]) -> str:
     if "runs" in result:
-        return f"highest valid QPS {result['highest_valid_qps']} in {len(result['runs'])} runs"
+        said = f"highest valid QPS {result['highest_valid_qps']} in {len(result['runs'])} runs"
+        return f"{said}; {result['stopped']}" if result.get("stopped") else said
     return f"{result['result_metric']} {result['result']} {result['validity']}"

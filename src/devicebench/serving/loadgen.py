@@ -168,16 +168,35 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
 
 
 def search_server_qps(
-    url: str, payloads, log_dir: Path, *, start_qps: float, steps: int, **options: Any
+    url: str,
+    payloads,
+    log_dir: Path,
+    *,
+    start_qps: float,
+    steps: int,
+    max_run_s: float | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """The highest QPS LoadGen's Server scenario calls VALID, by a short bisection from start.
 
     Starts at `start_qps` (e.g. the client pool's throughput); doubles while valid, halves while
     invalid until a bracket exists, then bisects; `steps` runs in all. Each run has at least
-    SERVER_EARLY_STOPPING_QUERIES queries, so INVALID means the latency bound was missed.
+    SERVER_EARLY_STOPPING_QUERIES queries, so INVALID means the latency bound was missed. That
+    fixed count makes a run at half the QPS last twice as long (459 queries at 3.3 QPS: 140 s, on
+    a BERT-base CPU cell that no QPS made VALID); with `max_run_s`, a run that would last longer
+    is not made, and `stopped` says so.
     """
     runs, low, high, qps = [], None, None, start_qps
+    queries = max(int(options.get("min_queries", 0)), SERVER_EARLY_STOPPING_QUERIES)
+    stopped = None
     for step in range(steps):
+        lasts = max(float(options.get("min_duration_s", 0.0)), queries / qps)
+        if runs and max_run_s is not None and lasts > max_run_s:
+            stopped = (
+                f"not tried at {qps:.4g} QPS: {queries} queries would take {lasts:.0f} s, "
+                f"over loadgen_server_max_run_s {max_run_s:g}"
+            )
+            break
         run = run_scenario(
             url, payloads, "Server", log_dir / f"qps-{step}", target_qps=qps, **options
         )
@@ -192,4 +211,4 @@ def search_server_qps(
             qps = qps * 2
         else:
             qps = (low + high) / 2
-    return {"highest_valid_qps": low, "runs": runs}
+    return {"highest_valid_qps": low, "runs": runs, "stopped": stopped}
