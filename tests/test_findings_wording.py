@@ -145,3 +145,12 @@ def test_a_loadgen_server_search_is_reported_valid_or_how_low_it_went():
     )  # fmt: skip
     said = " ".join(findings.serving(capped, "serve_image"))
     assert f"down to 7.08 (lower {stopped})." in said
+    unconfirmed = serve_table(
+        {"server_highest_valid_qps": None, "server_lowest_qps_tried": 82.66,
+         "server_p99_met_up_to_qps": 165.3}
+    )  # fmt: skip
+    said = " ".join(findings.serving(unconfirmed, "serve_image"))
+    assert (
+        "down to 82.66, though the measured p99 was under the bound up to 165.3 QPS: LoadGen's "
+        "early-stopping estimate could not confirm it from that run's queries."
+    ) in said

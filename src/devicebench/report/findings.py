@@ -287,6 +287,12 @@ def serving(table: pd.DataFrame, task: str, noise_cov: float = 0.1) -> list[str]
             )
             if isinstance(best.get("server_search_stopped"), str):
                 line += f" (lower {best['server_search_stopped']})"
+            if pd.notna(best.get("server_p99_met_up_to_qps")):
+                line += (
+                    f", though the measured p99 was under the bound up to "
+                    f"{best['server_p99_met_up_to_qps']:.4g} QPS: LoadGen's early-stopping "
+                    "estimate could not confirm it from that run's queries"
+                )
         out.append(line + ".")
     out += client_scaling(done)
     per_dollar = done.groupby(["model", "device_label"])["requests_per_usd"].max().unstack()
