@@ -79,13 +79,17 @@ def test_an_int8_serve_cell_is_skipped_with_the_reason(imdb, tmp_path):
     assert "no training data to calibrate" in record["message"]
 
 
-@pytest.fixture(scope="module")
-def published_resnet50():
-    """The serving table of the published H100 study's ResNet-50 serve cells."""
+def published_serving(pattern: str) -> pd.DataFrame:
+    """The serving table of the published H100 study's serve cells under `pattern`."""
     from devicebench.aggregate.serving import serving_table
 
     folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
-    return serving_table(sorted(folder.glob("task~serve_image/model~resnet50/**/*.json")), {})
+    return serving_table(sorted(folder.glob(pattern)), {})
+
+
+@pytest.fixture(scope="module")
+def published_resnet50():
+    return published_serving("task~serve_image/model~resnet50/**/*.json")
 
 
 def test_the_serving_table_tells_engine_cells_apart_on_the_published_records(published_resnet50):
@@ -114,10 +118,7 @@ def test_an_invalid_server_run_whose_p99_met_the_bound_is_told_apart():
     """The published BERT-base GPU cell: Server runs at 330.7, 165.3 and 82.7 QPS were all
     INVALID, but at 165.3 and 82.7 the measured p99 (97.7 and 94.6 ms) was under the 100 ms
     bound; only LoadGen's early-stopping estimate failed. The table keeps the two apart."""
-    from devicebench.aggregate.serving import serving_table
-
-    folder = Path(__file__).resolve().parents[1] / "results/published/h100/cells"
-    table = serving_table(sorted(folder.glob("task~serve_text/model~bert-base/**/*.json")), {})
+    table = published_serving("task~serve_text/model~bert-base/**/*.json")
     (gpu,) = table[table["device_label"].eq("cuda")].itertuples()
     assert pd.isna(gpu.server_highest_valid_qps)
     assert gpu.server_lowest_qps_tried == pytest.approx(82.66, abs=0.01)

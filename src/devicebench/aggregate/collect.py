@@ -225,7 +225,8 @@ def _row(path: Path) -> dict[str, Any]:
         row[key] = _get(env, key)
     for key in ("seed", "config_hash", "created"):
         row[key] = _get(provenance, key)
-    row["code_version"] = _get({"code_version": code_version_of(provenance)}, "code_version")
+    version = code_version_of(provenance)
+    row["code_version"] = np.nan if version is None else version
     row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
     row.update(energy.energy_columns(record))

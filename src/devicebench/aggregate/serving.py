@@ -65,14 +65,11 @@ def _loadgen(section: dict[str, Any]) -> dict[str, Any]:
             "highest_valid_qps": server["target_qps"] if server.get("valid") else None,
             "runs": [server],
         }
-    tried = [run["target_qps"] for run in server.get("runs", []) if run.get("target_qps")]
+    runs = [run for run in server.get("runs", []) if run.get("target_qps")]
+    tried = [run["target_qps"] for run in runs]
     # INVALID with the p99 under the bound: 459 queries with a few over it are too few for
     # LoadGen's early-stopping estimate, which is not the same as a missed bound
-    met = [
-        r["target_qps"]
-        for r in server.get("runs", [])
-        if r.get("latency_met") and r.get("target_qps")
-    ]
+    met = [run["target_qps"] for run in runs if run.get("latency_met")]
     return {
         "offline_samples_per_s": offline.get("result"),
         "offline_valid": offline.get("valid"),

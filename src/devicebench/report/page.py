@@ -172,9 +172,7 @@ def task_summary(best: pd.DataFrame | None, task: str) -> str:
     parts = []
     for _, row in rows.iterrows():
         what = str(row["label"]).removeprefix(f"{task} ")
-        said = lead(row)  # 'GPU, 85x' or 'about even (CPU 1.013x)'
-        even = said.startswith("about")
-        parts.append(f"{what}: {said if even else said.replace(', ', ' ', 1) + ' cheaper'}")
+        parts.append(f"{what}: {lead(row, won='{side} {by} cheaper')}")
     return f" — {'; '.join(parts)}" if parts else ""
 
 

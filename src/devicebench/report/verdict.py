@@ -140,15 +140,15 @@ def is_even(ratio: Any) -> bool:
     return pd.notna(ratio) and abs(math.log(float(ratio))) <= math.log(1 + EVEN)
 
 
-def lead(row: pd.Series) -> str:
-    """Which device is cheaper and by how much ('GPU, 85x'); 'about even (CPU 1.013x)' where
-    the lead is within EVEN; '—' without a pair."""
+def lead(row: pd.Series, won: str = "{side}, {by}") -> str:
+    """Which device is cheaper and by how much, as `won` words it ('GPU, 85x'); 'about even
+    (CPU 1.013x)' where the lead is within EVEN; '—' without a pair."""
     ratio = row["cost_ratio"]
     if pd.isna(ratio):
         return "—"
     side = str(row["cheaper"]).upper()
     by = times(ratio if row["cheaper"] == "gpu" else 1 / ratio)
-    return f"about even ({side} {by})" if is_even(ratio) else f"{side}, {by}"
+    return f"about even ({side} {by})" if is_even(ratio) else won.format(side=side, by=by)
 
 
 def _label(row: pd.Series) -> str:

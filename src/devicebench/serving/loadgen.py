@@ -25,6 +25,11 @@ JPEG = "image/jpeg"
 SERVER_EARLY_STOPPING_QUERIES = math.ceil(math.log(0.01) / math.log(0.99))
 
 
+def server_queries(min_queries: int) -> int:
+    """The queries a Server run issues: the asked-for count, at least the early-stopping need."""
+    return max(int(min_queries), SERVER_EARLY_STOPPING_QUERIES)
+
+
 class HttpSut:
     """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
 
@@ -106,7 +111,7 @@ def run_scenario(
     settings.mode = lg.TestMode.PerformanceOnly
     settings.min_duration_ms = int(min_duration_s * 1000)
     if scenario == "Server":
-        min_queries = max(min_queries, SERVER_EARLY_STOPPING_QUERIES)
+        min_queries = server_queries(min_queries)
     settings.min_query_count = min_queries
     settings.offline_expected_qps = target_qps
     settings.server_target_qps = target_qps
@@ -187,7 +192,7 @@ def search_server_qps(
     is not made, and `stopped` says so.
     """
     runs, low, high, qps = [], None, None, start_qps
-    queries = max(int(options.get("min_queries", 0)), SERVER_EARLY_STOPPING_QUERIES)
+    queries = server_queries(options.get("min_queries", 0))
     stopped = None
     for step in range(steps):
         lasts = max(float(options.get("min_duration_s", 0.0)), queries / qps)
