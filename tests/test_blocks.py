@@ -32,13 +32,30 @@ def _two_blocks(config: dict) -> dict:
 
 
 def test_h100_blocks_hold_every_cell_once_and_pair_cpu_with_gpu():
+    """Every block pairs CPU and GPU cells on one machine, but for a serve model cut in two:
+    its `-gpu` block pairs the GPU with the CPU on OpenVINO, its `-cpu` block holds the CPU's
+    torch cells (their precision ratio)."""
     study = _study(read_yaml(REPO / "config" / "h100.yaml"))
     cells = expand_grid(study)
     blocks = assign_blocks(study["blocks"], cells)
     assert sum(len(members) for members in blocks.values()) == len(cells)
     for name, members in blocks.items():
         devices = {cell.values["device"] for cell in members}
+        if name.endswith("-cpu"):
+            assert devices == {"cpu"} and all("engine" not in c.values for c in members)
+            sibling = blocks[name.removesuffix("-cpu") + "-gpu"]
+            engines = {c.values.get("engine") for c in sibling if c.values["device"] == "cpu"}
+            assert engines == {"openvino"}, f"{name}'s sibling has CPU engines {engines}"
+            continue
         assert devices == {"cpu", "cuda"}, f"block {name} has {devices}: no pair on one machine"
+
+
+def test_engine_inprocess_selects_the_cells_whose_id_names_no_engine():
+    study = _study(read_yaml(REPO / "config" / "h100.yaml"))
+    blocks = assign_blocks(study["blocks"], expand_grid(study))
+    ids = [cell.cell_id for cell in blocks["serve-mobilenetv2-cpu"]]
+    assert len(ids) == 2 and not any("engine~" in cell_id for cell_id in ids)
+    assert {"precision~fp32", "precision~bf16"} == {p for i in ids for p in i.split("/")[5:6]}
 
 
 def test_a_cell_in_two_blocks_is_a_config_error(tiny_config):

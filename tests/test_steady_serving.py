@@ -64,6 +64,18 @@ def test_serve_cell_energy_is_null_with_a_reason_on_this_cpu(served):
         assert energy["joules_per_sample"] > 0 and energy["samples_per_kwh"] > 0
 
 
+def test_a_serve_cells_worker_loads_no_framework_and_keeps_the_servers_cuda_facts(served):
+    """The model lives in the server; the worker only sends requests, so it skips torch and
+    Dynamo's import (8-10 s a cell on the H100 host), and the record's CUDA facts are the
+    server's."""
+    marks = served["timings"]["marks"]
+    assert {"worker_imported", "data_loaded", "server_up"} <= set(marks)
+    assert "torch_imported" not in marks and "determinism_set" not in marks
+    environment = served["environment"]
+    assert "cuda" in environment and "cudnn" in environment
+    assert environment["cpu_model"] and environment["boot_id"]
+
+
 def test_a_server_as_fast_as_the_trivial_route_is_client_bound():
     """The trivial route itself as the server: its rate is the pool's capacity, so bound."""
     payloads = [b"x" * 500] * 4

@@ -15,10 +15,14 @@ from typing import Any
 from devicebench.config import ConfigError
 from devicebench.grid import Cell
 
+# An axis a cell's id leaves out at its default (grid: a task's in-process cells keep their ids).
+HIDDEN_DEFAULTS = {"engine": "inprocess"}
+
 
 def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
-    """Whether a selector (axis -> value, as in `exclude`) picks a cell's axes."""
-    return all(values.get(key) == value for key, value in rule.items())
+    """Whether a selector (axis -> value, as in `exclude`) picks a cell's axes; `engine:
+    inprocess` picks the cells whose id names no engine."""
+    return all(values.get(key, HIDDEN_DEFAULTS.get(key)) == value for key, value in rule.items())
 
 
 def assign_blocks(blocks: dict[str, Any], cells: Iterable[Cell]) -> dict[str, list[Cell]]:

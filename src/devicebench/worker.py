@@ -63,23 +63,14 @@ def set_determinism(settings: dict[str, Any]) -> bool:
 
 def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
+    if settings["mode"] == "serve":
+        return measure_serve(settings)
     deterministic = set_determinism(settings)  # first: it imports more of the framework
     mark("determinism_set")
     cap = limits.apply_memory_limit(settings)
     workload = get(settings["task"])
     dataset = workload.load_data(settings)
     mark("data_loaded")
-    if settings["mode"] == "serve":  # the model lives in the server process the cell starts
-        from devicebench.serving.cell import run_serve
-
-        result = run_serve(settings, dataset)
-        limits.lift_memory_limit()
-        result["memory"]["limit"] = cap
-        if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
-            result["model"]["precision_math"] = precision_math(settings["precision"])
-        result["environment"] = environment.capture(int(settings["threads_resolved"]))
-        result["status"], result["message"] = "ok", ""
-        return result
     torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
     math = torch_precision_math(torch_settings)  # before any model is built
     backend, threads_reported = make_backend(workload, torch_settings, dataset)
@@ -122,6 +113,26 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     result["environment"] = environment.capture(int(settings["threads_resolved"]))
     result["environment"]["threads_reported"] = threads_reported
     mark("environment_captured")
+    result["status"], result["message"] = "ok", ""
+    return result
+
+
+def measure_serve(settings: dict[str, Any]) -> dict[str, Any]:
+    """A serve cell: the model, its framework and its kernels live in the server process the
+    cell starts; this process only sends requests, so it imports no framework (on the H100 host
+    torch and Dynamo cost a serve cell 8-10 s here, benchmarks/RESULTS.md)."""
+    from devicebench.serving.cell import run_serve
+
+    cap = limits.apply_memory_limit(settings)
+    dataset = get(settings["task"]).load_data(settings)
+    mark("data_loaded")
+    result = run_serve(settings, dataset)
+    limits.lift_memory_limit()
+    result["memory"]["limit"] = cap
+    if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
+        result["model"]["precision_math"] = precision_math(settings["precision"])
+    server_facts = {k: v for k, v in result.pop("server_environment").items() if v is not None}
+    result["environment"] = environment.capture(int(settings["threads_resolved"])) | server_facts
     result["status"], result["message"] = "ok", ""
     return result
 

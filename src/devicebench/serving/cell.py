@@ -186,6 +186,8 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         "model": {"parameters": server.health.get("parameters")},
         "utilization": utilization,
         "energy": energy,
+        # CUDA and cuDNN as the server's torch has them (this process loads no framework)
+        "server_environment": {key: server.health.get(key) for key in ("cuda", "cudnn")},
     }
 
 
