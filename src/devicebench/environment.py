@@ -73,14 +73,22 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+def torch_cuda_build() -> dict[str, Any]:
+    """The CUDA and cuDNN versions the loaded torch carries (None without torch or CUDA), read
+    without initialising a device: a CPU server on a GPU host pays nothing for them."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.version.cuda:
+        return {"cuda": None, "cudnn": None}
+    return {"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+
+
 def gpu_facts() -> dict[str, Any]:
     """GPU name and driver from NVML, CUDA and cuDNN versions from torch, where present."""
     facts: dict[str, Any] = {"gpu_name": None, "gpu_driver": None, "cuda": None, "cudnn": None}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         facts["gpu_name"] = torch.cuda.get_device_name(0)
-        facts["cuda"] = torch.version.cuda
-        facts["cudnn"] = torch.backends.cudnn.version()
+        facts |= torch_cuda_build()
     try:
         import pynvml
 

@@ -119,8 +119,8 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
 
 def measure_serve(settings: dict[str, Any]) -> dict[str, Any]:
     """A serve cell: the model, its framework and its kernels live in the server process the
-    cell starts; this process only sends requests, so it imports no framework (on the H100 host
-    torch and Dynamo cost a serve cell 8-10 s here, benchmarks/RESULTS.md)."""
+    cell starts; this process only sends requests, so it imports no framework (torch and
+    Dynamo's import took this process 8-10 s on the H100 host, benchmarks/RESULTS.md)."""
     from devicebench.serving.cell import run_serve
 
     cap = limits.apply_memory_limit(settings)

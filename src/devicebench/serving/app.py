@@ -26,7 +26,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 
-from devicebench.environment import gpu_facts
+from devicebench.environment import torch_cuda_build
 from devicebench.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.http_limits import (
@@ -302,8 +302,7 @@ def serve(args: argparse.Namespace) -> int:
     info |= {"parameters": scorer.parameters, "decode_workers": args.decode_workers}
     info |= {"replicas": args.replicas, "replica": args.replica_slot, "pid": os.getpid()}
     info |= {"load_s": load_s, "port": port, "port_note": note, **scorer.info}
-    facts = gpu_facts()  # the record's environment: the worker that writes it loads no torch
-    info |= {"cuda": facts["cuda"], "cudnn": facts["cudnn"]}
+    info |= torch_cuda_build()  # for the record's environment: the worker loads no torch
     app = create_app(
         scorer,
         max_batch=args.max_batch,
