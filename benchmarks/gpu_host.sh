@@ -10,6 +10,8 @@
 # runs only the matching cells: a few cells again.
 # DEVICEBENCH_CODE_VERSION, when set, names the commit the copied tree was made from (records'
 # provenance.code_version; a copied tree's .git may be older than its files).
+# DEVICEBENCH_WHOLE=1 runs each named block whole: the records an earlier call left of it on this
+# host are removed first (a block cut off is run again whole, not finished in parts).
 # The host needs Python with torch; what it lacks (snakemake's closure, jsonschema, keras) travels
 # as wheels in .whl (README, Results). Cells whose records already lie under results/cells (carried
 # from an earlier slice) are not run again; the rest run one at a time until BUDGET_S, when
@@ -48,6 +50,10 @@ fi
 deadline=$(($(date +%s) + budget))
 missing="" status=0
 for selection in "${selections[@]}"; do
+    if [ "${DEVICEBENCH_WHOLE:-0}" = 1 ] && [ "$kind" = --block ]; then
+        python3 scripts/blocks.py "$config" --block "$selection" | xargs -r rm -f --
+        echo "[gpu_host] $selection: run whole (records of an earlier call removed)"
+    fi
     todo=$(python3 scripts/blocks.py "$config" $kind "$selection" --missing results/cells)
     missing="$missing$todo"$'\n'
     left=$((deadline - $(date +%s)))

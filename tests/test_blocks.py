@@ -217,6 +217,18 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
     (call_file,) = set((repo / "out").glob("call-*.json")) - {call_file}
     call = json.loads(call_file.read_text())
     assert call["selection"] == "cnn,mlp" and call["cells_asked"] == call["records_written"] == 2
+    # a block run again whole: its records are made anew, the other block's are kept
+    before = {p: p.stat().st_mtime_ns for p in (repo / "results" / "cells").rglob("*.json")}
+    command[-1] = "cnn"
+    whole = subprocess.run(
+        command, cwd=repo, env=env | {"DEVICEBENCH_WHOLE": "1"}, capture_output=True, text=True
+    )
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "[gpu_host] cnn: 2 cells to run" in whole.stdout
+    after = {p: p.stat().st_mtime_ns for p in (repo / "results" / "cells").rglob("*.json")}
+    assert after.keys() == before.keys()
+    assert {"task~mnist_cnn" in str(p) for p in before if after[p] != before[p]} == {True}
+    assert sum(after[p] != before[p] for p in before) == 2
 
 
 @pytest.mark.parametrize("given", ["e7938f1", "0.1.0+e7938f1"])
