@@ -13,10 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from devicebench.config import ConfigError
-from devicebench.grid import Cell
-
-# An axis a cell's id leaves out at its default (grid: a task's in-process cells keep their ids).
-HIDDEN_DEFAULTS = {"engine": "inprocess"}
+from devicebench.grid import HIDDEN_DEFAULTS, Cell
 
 
 def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

@@ -33,6 +33,9 @@ AXES: tuple[str, ...] = (
     "mode",
 )
 PATH_KEYS = {"batch_size": "batch"}
+# Axes a cell id leaves out at their default: a task's in-process cells keep their ids when it
+# adds engines (_scale_axes); block selectors read the default back (blocks.matches).
+HIDDEN_DEFAULTS = {"engine": "inprocess"}
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,7 @@ def _scale_axes(
     openvino = {f"engine_{key}": value for key, value in study.get("openvino", {}).items()}
     variants = []
     for engine in task_engines or study_engines:
-        hidden = engine == "inprocess" and study_engines is None
+        hidden = engine == HIDDEN_DEFAULTS["engine"] and study_engines is None
         more = spark if engine.startswith("spark") else openvino if engine == "openvino" else {}
         variants.append(({} if hidden else {"engine": engine}, more))
     return variants

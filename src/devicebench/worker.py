@@ -63,14 +63,30 @@ def set_determinism(settings: dict[str, Any]) -> bool:
 
 def measure(settings: dict[str, Any]) -> dict[str, Any]:
     """Run the cell's mode and return the record sections it fills."""
-    if settings["mode"] == "serve":
-        return measure_serve(settings)
-    deterministic = set_determinism(settings)  # first: it imports more of the framework
-    mark("determinism_set")
+    serve = settings["mode"] == "serve"
+    # A serve cell's model, framework and kernels live in the server process it starts; this
+    # process only sends requests, so it imports no framework (torch and Dynamo's import took
+    # it 8-10 s on the H100 host, benchmarks/RESULTS.md).
+    if not serve:
+        deterministic = set_determinism(settings)  # first: it imports more of the framework
+        mark("determinism_set")
     cap = limits.apply_memory_limit(settings)
     workload = get(settings["task"])
     dataset = workload.load_data(settings)
     mark("data_loaded")
+    if serve:
+        from devicebench.serving.cell import run_serve
+
+        result = run_serve(settings, dataset)
+        limits.lift_memory_limit()
+        result["memory"]["limit"] = cap
+        if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
+            result["model"]["precision_math"] = precision_math(settings["precision"])
+        # the server's CUDA facts over this process's (it has no torch to ask)
+        threads = int(settings["threads_resolved"])
+        result["environment"] = environment.capture(threads) | result["environment"]
+        result["status"], result["message"] = "ok", ""
+        return result
     torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
     math = torch_precision_math(torch_settings)  # before any model is built
     backend, threads_reported = make_backend(workload, torch_settings, dataset)
@@ -113,26 +129,6 @@ def measure(settings: dict[str, Any]) -> dict[str, Any]:
     result["environment"] = environment.capture(int(settings["threads_resolved"]))
     result["environment"]["threads_reported"] = threads_reported
     mark("environment_captured")
-    result["status"], result["message"] = "ok", ""
-    return result
-
-
-def measure_serve(settings: dict[str, Any]) -> dict[str, Any]:
-    """A serve cell: the model, its framework and its kernels live in the server process the
-    cell starts; this process only sends requests, so it imports no framework (torch and
-    Dynamo's import took this process 8-10 s on the H100 host, benchmarks/RESULTS.md)."""
-    from devicebench.serving.cell import run_serve
-
-    cap = limits.apply_memory_limit(settings)
-    dataset = get(settings["task"]).load_data(settings)
-    mark("data_loaded")
-    result = run_serve(settings, dataset)
-    limits.lift_memory_limit()
-    result["memory"]["limit"] = cap
-    if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
-        result["model"]["precision_math"] = precision_math(settings["precision"])
-    server_facts = {k: v for k, v in result.pop("server_environment").items() if v is not None}
-    result["environment"] = environment.capture(int(settings["threads_resolved"])) | server_facts
     result["status"], result["message"] = "ok", ""
     return result
 

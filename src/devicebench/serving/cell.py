@@ -187,7 +187,9 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         "utilization": utilization,
         "energy": energy,
         # CUDA and cuDNN as the server's torch has them (this process loads no framework)
-        "server_environment": {key: server.health.get(key) for key in ("cuda", "cudnn")},
+        "environment": {
+            key: server.health[key] for key in ("cuda", "cudnn") if server.health.get(key)
+        },
     }
 
 
