@@ -10,6 +10,47 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The fast tier (`python -m pytest -m fast`, under 3 minutes on 2 cores): unit tests that start no
+# server, run no workflow and build no full-size model. A module joins by name here, so a new test
+# module is in the full suite (CI, the README's command) first, in the fast tier when it earns it.
+FAST_MODULES = frozenset(
+    {
+        "test_analysis",
+        "test_architecture",
+        "test_best_table",
+        "test_catalog_data",
+        "test_chart_rules",
+        "test_config",
+        "test_config_selection",
+        "test_conll",
+        "test_conll_ner",
+        "test_decode",
+        "test_engines_table",
+        "test_fashion_mnist",
+        "test_findings_wording",
+        "test_flop_ratios",
+        "test_grid",
+        "test_malformed_records",
+        "test_measurement",
+        "test_ner_metrics",
+        "test_pairing",
+        "test_precision_math",
+        "test_published_h100",
+        "test_report_page",
+        "test_scaling",
+        "test_transformer_workloads",
+        "test_verdict",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of a FAST_MODULES module `fast`."""
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in FAST_MODULES:
+            item.add_marker(pytest.mark.fast)
+
+
 TINY_CONFIG = {
     "study": "tiny",
     "seed": 7,
