@@ -21,7 +21,8 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "src"))
 
-from devicebench.cell import Orphaned, run_cell  # noqa: E402
+from devicebench.cell import Killed, Orphaned, run_cell  # noqa: E402
+from devicebench.data_check import InputUnusable  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
 from devicebench.engines import MODEL_ENGINES  # noqa: E402
 from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
@@ -236,9 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3
-    except OutputUnusable as error:  # found before the cell ran: nothing measured, nothing lost
+    except (OutputUnusable, InputUnusable) as error:  # before the cell ran: nothing measured
         print(f"[devicebench] error: {error}", file=sys.stderr, flush=True)
         return 2
+    except Killed as error:  # not a result: no record, and the next run measures the cell
+        print(f"[devicebench] killed: {error}", file=sys.stderr, flush=True)
+        return 4
     return 0  # a failed cell is a result too: its record says so, and the grid goes on
 
 
