@@ -12,6 +12,7 @@ Without --data, synthetic data for the task's dataset is prepared under results/
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -129,6 +130,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
+    for flag in ("timeout_s", "noise_cov", "min_repetition_s", "learning_rate"):
+        value = getattr(args, flag)
+        if value is not None and not math.isfinite(value):  # NaN would reach the record as NaN
+            parser.error(f"--{flag.replace('_', '-')} must be a finite number (got {value})")
     if args.min_repetition_s < 0:
         parser.error(f"--min-repetition-s must be at least 0 (got {args.min_repetition_s})")
     if (args.weights == "pretrained") != bool(args.pretrained):
