@@ -226,7 +226,9 @@ def check_data_sets():
         source = dataset_settings(name)["source"]
         folder = f"results/data/{name}/{source}"
         args = data_arg_list(name, source)
-        command = prepare_command(name, source, folder, args, script_path("prepare_data.py"))
+        command = prepare_command(
+            name, source, folder, args, script_path("prepare_data.py")
+        )
         expected = expected_settings(name, dataset_settings(name), STUDY["seed"])
         try:
             check_prepared(Path(folder) / "manifest.json", expected, command)

@@ -20,4 +20,5 @@ rule prepare_data:
         args=lambda wc: data_args(wc.dataset, wc.source),
     shell:
         "python {params.script} --dataset {wildcards.dataset} "
-        "--source {wildcards.source} --out {params.out} {params.args} > {log:q} 2>&1"
+        "--source {wildcards.source} --out {params.out} {params.args} --by-workflow "
+        "> {log:q} 2>&1"

@@ -177,6 +177,14 @@ def _other_sizes(manifest: Path) -> None:
     manifest.write_text(json.dumps(info | {"train_samples": 60000, "test_samples": 10000}))
 
 
+def test_a_workflow_prepared_data_set_of_an_earlier_config_is_left_to_snakemake(prepared):
+    """The config's sizes changed: the rule's params did too, so Snakemake prepares it again."""
+    manifest, expected, command = prepared
+    info = json.loads(manifest.read_text()) | {"prepared_by": "workflow"}
+    manifest.write_text(json.dumps(info))
+    check_prepared(manifest, expected | {"train_samples": 512}, command)
+
+
 @pytest.mark.parametrize(
     ("damage", "words"),
     [
