@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import TINY_CONFIG
-from workflow import REPO, snakemake, write_config
+from workflow import REPO, planned_jobs, snakemake, write_config
 
 from devicebench.config import check_config
 from devicebench.data import prepare_dataset
@@ -161,3 +161,14 @@ def test_a_timed_cell_waits_while_another_holds_the_host(tmp_path):
             runner.kill()
     slot = json.loads(out.read_text())["provenance"]["bench_lock"]
     assert slot["path"] == str(lock) and slot["waited_s"] > 0
+
+
+def test_a_config_with_other_data_sizes_prepares_the_data_again(tmp_path):
+    """Not a broken input: the rule's params changed, so Snakemake prepares the data set again
+    (and then its cells), and planning lets it."""
+    config = one_cell_config()
+    write_config(tmp_path, config)
+    snakemake(tmp_path, "--cores", "1", str(MANIFEST))
+    config["datasets"]["mnist"]["train_samples"] = 512
+    write_config(tmp_path, config)
+    assert planned_jobs(tmp_path).get("prepare_data") == 1
