@@ -41,7 +41,9 @@ rule charts:
     params:
         script=script_path("charts.py"),
     shell:
-        "python {params.script} --tables results/tables --out results/charts > {log} 2>&1"
+        # tee: where the log cannot be written (a full disk), the error still reaches the terminal
+        "python {params.script} --tables results/tables --out results/charts 2>&1 "
+        "| tee {log} >&2"
 
 
 rule report:

@@ -17,6 +17,12 @@ SRC = Path(workflow.basedir) / "src" / "devicebench"
 from devicebench.blocks import assign_blocks
 from devicebench.config import ConfigError, check_config, combine_configs
 from devicebench.config_files import read_yaml, typed_overrides
+from devicebench.data_check import (
+    InputUnusable,
+    check_prepared,
+    expected_settings,
+    prepare_command,
+)
 from devicebench.devices import host_cores
 from devicebench.grid import expand_grid
 from devicebench.workloads import specs
@@ -191,7 +197,7 @@ def cell_cluster_resources():
     return resources
 
 
-def data_args(name, source):
+def data_arg_list(name, source):
     """prepare_data.py flags for a dataset: sizes, seed and, for source 'path', its folder."""
     settings = dataset_settings(name)
     if settings["source"] != source:
@@ -204,4 +210,30 @@ def data_args(name, source):
             args += [f"--{key.replace('_', '-')}", str(settings[key])]
     for file_name, digest in settings.get("sha256", {}).items():
         args += ["--sha256", f"{file_name}={digest}"]
-    return " ".join(args)
+    return args
+
+
+def data_args(name, source):
+    """The flags as one shell word each: a path may hold spaces, quotes or `$(...)`."""
+    return shlex.join(data_arg_list(name, source))
+
+
+def check_data_sets():
+    """Every prepared data set the grid reads is whole and the config's, before any job is
+    scheduled: a broken one would make Snakemake remove its cells' records (data_check.py).
+    """
+    for name in sorted({cell.run_settings()["dataset"] for cell in GRID.values()}):
+        source = dataset_settings(name)["source"]
+        folder = f"results/data/{name}/{source}"
+        args = data_arg_list(name, source)
+        command = prepare_command(
+            name, source, folder, args, script_path("prepare_data.py")
+        )
+        expected = expected_settings(name, dataset_settings(name), STUDY["seed"])
+        try:
+            check_prepared(Path(folder) / "manifest.json", expected, command)
+        except InputUnusable as error:
+            raise WorkflowError(str(error)) from None
+
+
+check_data_sets()

@@ -6,6 +6,9 @@ rule prepare_data:
         "results/data/{dataset}/{source}/manifest.json",
     log:
         "results/logs/data/{dataset}-{source}.log",
+    wildcard_constraints:
+        dataset="[A-Za-z0-9_]+",
+        source="synthetic|download|path",
     conda:
         "../envs/torch.yaml"
     resources:
@@ -13,7 +16,9 @@ rule prepare_data:
         bench=cell_bench,
     params:
         script=script_path("prepare_data.py"),
+        out=lambda wc: f"results/data/{wc.dataset}/{wc.source}",
         args=lambda wc: data_args(wc.dataset, wc.source),
     shell:
         "python {params.script} --dataset {wildcards.dataset} "
-        "--source {wildcards.source} --out $(dirname {output}) {params.args} > {log} 2>&1"
+        "--source {wildcards.source} --out {params.out} {params.args} --by-workflow "
+        "> {log:q} 2>&1"

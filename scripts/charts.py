@@ -79,7 +79,12 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    written = write_all_charts(load_tables(args), args.out)
+    try:
+        written = write_all_charts(load_tables(args), args.out)
+    except OSError as error:  # a full disk: one line naming what could not be written
+        where = error.filename or args.out
+        print(f"error: cannot write charts ({where}): {error.strerror or error}", file=sys.stderr)
+        return 1
     print(f"{len(written)} chart files -> {args.out}", file=sys.stderr)
     return 0
 

@@ -69,6 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--check", action="store_true", help="only verify and load the dataset already in --out"
     )
+    parser.add_argument("--by-workflow", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.source == "path" and args.path is None and not args.check:
         parser.error("--source path needs --path FOLDER")
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 path=None if args.path is None else str(args.path),
                 expected_sha256=dict(item.split("=", 1) for item in args.sha256),
+                prepared_by="workflow" if args.by_workflow else "hand",
             )
         data = load_dataset(manifest)
         for prepare in workload_preparers(data.name):  # e.g. a tokenizer trained on its text

@@ -12,6 +12,7 @@ Without --data, synthetic data for the task's dataset is prepared under results/
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -21,7 +22,8 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "src"))
 
-from devicebench.cell import Orphaned, run_cell  # noqa: E402
+from devicebench.cell import Killed, Orphaned, run_cell  # noqa: E402
+from devicebench.data_check import InputUnusable  # noqa: E402
 from devicebench.devices import host_cores  # noqa: E402
 from devicebench.engines import MODEL_ENGINES  # noqa: E402
 from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
@@ -128,6 +130,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
+    for flag in ("timeout_s", "noise_cov", "min_repetition_s", "learning_rate"):
+        value = getattr(args, flag)
+        if value is not None and not math.isfinite(value):  # NaN would reach the record as NaN
+            parser.error(f"--{flag.replace('_', '-')} must be a finite number (got {value})")
     if args.min_repetition_s < 0:
         parser.error(f"--min-repetition-s must be at least 0 (got {args.min_repetition_s})")
     if (args.weights == "pretrained") != bool(args.pretrained):
@@ -236,9 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3
-    except OutputUnusable as error:  # found before the cell ran: nothing measured, nothing lost
+    except (OutputUnusable, InputUnusable) as error:  # before the cell ran: nothing measured
         print(f"[devicebench] error: {error}", file=sys.stderr, flush=True)
         return 2
+    except Killed as error:  # not a result: no record, and the next run measures the cell
+        print(f"[devicebench] killed: {error}", file=sys.stderr, flush=True)
+        return 4
     return 0  # a failed cell is a result too: its record says so, and the grid goes on
 
 

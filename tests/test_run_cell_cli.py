@@ -39,6 +39,16 @@ def test_zero_or_negative_counts_are_errors(tmp_path, flag, value):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flag", ["--timeout-s", "--noise-cov", "--min-repetition-s"])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_nan_and_infinity_are_errors(tmp_path, flag, value):
+    out = tmp_path / "cell.json"
+    done = run(flag, value, "--out", str(out))
+    assert done.returncode == 2
+    assert f"{flag} must be a finite number (got {value})" in done.stderr
+    assert not out.exists()
+
+
 def test_more_threads_than_cores_warns(tmp_path, manifest):
     threads = host_cores() + 1
     out = tmp_path / "cell.json"

@@ -18,11 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, engines, environment, marks, spark
+from devicebench import __version__, engines, environment, kills, marks, spark
+from devicebench.atomic import atomic_path
+from devicebench.bench_lock import timed_slot
+from devicebench.data_check import read_manifest
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.grid import Cell
+from devicebench.kept import keep
 from devicebench.output_space import check_output
 from devicebench.processes import REPO, die_with_parent
 from devicebench.record import new_record, read_record, write_atomic
@@ -52,7 +56,7 @@ def code_version() -> str:
 
 def _data_section(manifest: Path, settings: dict[str, Any]) -> dict[str, Any]:
     """The data set as the cell used it: the manifest's counts, or the cell's own cap."""
-    info = json.loads(manifest.read_text())
+    info = read_manifest(manifest)  # InputUnusable, naming the file: no traceback, no record
     keys = ("dataset", "source", "synthetic", "train_samples", "test_samples")
     section = {key: info.get(key) for key in keys} | {"manifest": str(manifest)}
     if settings.get("test_samples"):
@@ -81,6 +85,10 @@ RUNNER_MARKS = ("process_start", "runner_imported")
 
 class Orphaned(RuntimeError):
     """The workflow that started this cell is gone (e.g. snakemake killed by SIGKILL)."""
+
+
+class Killed(RuntimeError):
+    """The worker was killed from outside (kills.py): no record, so the next run measures it."""
 
 
 def _is_snakemake(process: Any) -> bool:
@@ -128,7 +136,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if world > 1:  # torchrun from the cell: still one job, `world` ranks
             command = launch.torchrun_command(settings_path, result_path, world)
             env = launch.distributed_env(env, settings)
-        spawned = time.time()
+        spawned, ooms = time.time(), kills.oom_kills()
         process = subprocess.Popen(
             command, env=env, start_new_session=True, preexec_fn=die_with_parent
         )
@@ -145,11 +153,8 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             return _with_marks(read_record(result_path), spawned)
         if failed_rank := launch.first_rank_failure(result_path):
             return read_record(failed_rank)
-        if returncode < 0:
-            name = signal.Signals(-returncode).name
-            status = "oom" if name == "SIGKILL" else "error"
-            why = " (the kernel's out-of-memory killer sends SIGKILL)" if status == "oom" else ""
-            return {"status": status, "message": f"worker killed by {name}{why}"}
+        if returncode < 0:  # oom only on the kernel's evidence (kills.py)
+            return kills.signal_result(-returncode, ooms, kills.oom_kills())
         return {"status": "error", "message": f"worker exited {returncode} without a result"}
 
 
@@ -183,6 +188,17 @@ def _wait(process: subprocess.Popen, timeout_s: float, watched: list[Any]) -> in
                 f"process {gone[0].pid} that started this cell is gone (snakemake killed?); "
                 "the cell stops without a record so that it never times itself beside another run"
             )
+
+
+def _keep_killed_note(record: dict[str, Any], folder: str | Path) -> None:
+    """A killed cell's record goes to its log folder as killed.json, not to its record path."""
+    note = Path(folder) / "killed.json"
+    with atomic_path(note) as tmp:
+        tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    raise Killed(
+        f"{record['message']}; no record written (the note is {note}), so the next run "
+        "measures this cell again"
+    )
 
 
 def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
@@ -227,13 +243,19 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         print(f"[devicebench] skipped: {record['message']}", flush=True)
     else:
         print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
-        result = _run_worker(settings, float(settings["timeout_s"]))
+        with timed_slot(cell.cell_id) as slot:  # one timed cell per host (bench_lock.py)
+            result = _run_worker(settings, float(settings["timeout_s"]))
         record["provenance"]["deterministic"] = result.pop("deterministic", None)
+        record["provenance"]["bench_lock"] = slot
         record.update(result)
+        if record["status"] == "killed":
+            _keep_killed_note(record, settings.get("log_dir") or out.parent)
         if "environment" not in record:  # a killed or timed-out worker wrote none
             record["environment"] = environment.capture(threads)
         print(f"[devicebench] status {record['status']} {record['message']}".rstrip(), flush=True)
     if isinstance(record.get("timings"), dict) and "marks" in record["timings"]:
         record["timings"]["marks"]["record_written"] = time.time()
     write_atomic(out, record)
+    if moved := keep(out, record):
+        print(f"[devicebench] the ok record it replaces is kept at {moved}", flush=True)
     return record

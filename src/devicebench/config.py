@@ -13,6 +13,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from devicebench.config_bounds import (
+    ConfigTooLarge,
+    check_size,
+    non_finite,
+    short,
+    strict_validator,
+)
 from devicebench.converge import ALTERNATIVE_DATASETS
 from devicebench.devices import has_device, host_cores
 from devicebench.frameworks import FRAMEWORKS
@@ -37,6 +44,12 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict[str, Any]:
 def check_config(config: dict[str, Any], *, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate `config` and return a copy with defaults filled in; raise ConfigError otherwise."""
     schema = schema or load_schema()
+    try:
+        check_size(config, "config")  # before anything walks it (config_bounds)
+    except ConfigTooLarge as error:
+        raise ConfigError(str(error)) from None
+    if key := non_finite(config):
+        raise ConfigError(f"config key {key}: NaN or infinity is not a usable number")
     _check_schema(config, schema)
     study = copy.deepcopy(config)
     for key, spec in schema["properties"].items():
@@ -63,7 +76,7 @@ def _key(path: Any) -> str:
 def _check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
     import jsonschema  # here, so that cells run where only the runner's needs are installed
 
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = strict_validator(jsonschema.Draft202012Validator)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is None:
         return
@@ -73,12 +86,13 @@ def _check_schema(config: dict[str, Any], schema: dict[str, Any]) -> None:
     key = _key(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
+        unknown = sorted(map(str, set(error.instance) - set(allowed)))
         raise ConfigError(
-            f"config key {key}: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"config key {key}: unknown key(s) {short(', '.join(map(repr, unknown)))}; "
             f"allowed: {', '.join(allowed)}"
         )
-    raise ConfigError(f"config key {key}: {error.instance!r} is invalid: {error.message}")
+    what = error.message if len(error.message) <= 300 else f"fails {error.validator!r}"
+    raise ConfigError(f"config key {key}: {short(error.instance)} is invalid: {what}")
 
 
 def _normalise_devices(devices: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench.config import ConfigError
+from devicebench.config_bounds import ConfigTooLarge, check_size, short
 
 
 def _loader():
@@ -33,6 +34,11 @@ def _loader():
                     continue
                 key = self.construct_object(key_node, deep=True)
                 line = key_node.start_mark.line + 1
+                if isinstance(key, (list, dict, set)):  # `? [a, b]`: YAML allows, Python can't hash
+                    raise ConfigError(
+                        f"config file {key_node.start_mark.name}, line {line}: a key must be a "
+                        f"name or a number, not a {type(key).__name__} ({short(key)})"
+                    )
                 if key in seen:
                     raise ConfigError(
                         f"config file {key_node.start_mark.name}, line {line}: key {key!r} "
@@ -53,8 +59,18 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"config file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"config file {path}: not UTF-8 text (byte {error.object[error.start]:#04x} at "
+            f"offset {error.start}); save it as UTF-8"
+        ) from None
     try:
         loaded = yaml.load(_named(text, path), Loader=_loader())  # noqa: S506 - a SafeLoader
+        check_size(loaded, f"config file {path}")
+    except ConfigTooLarge as error:
+        raise ConfigError(str(error)) from None
+    except RecursionError:
+        raise ConfigError(f"config file {path}: nested too deeply to be a config") from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -110,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: readable")
         except ConfigError as error:
             print(error, file=sys.stderr)
+            failed = 1
+        except Exception as error:  # noqa: BLE001 - a checker names the file, never crashes
+            print(f"config file {name}: cannot be read: {type(error).__name__}: {error}")
             failed = 1
     return failed
 

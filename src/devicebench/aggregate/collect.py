@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from devicebench.aggregate import energy
-from devicebench.aggregate.records import read_record
+from devicebench.aggregate.records import duplicates, read_record
 from devicebench.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
@@ -105,6 +105,8 @@ def extra_axis_columns(df: pd.DataFrame) -> list[str]:
 def collect_records(paths: Iterable[Path]) -> pd.DataFrame:
     """Read every record into one tidy frame; unreadable files become `error` rows."""
     rows = [_row(Path(p)) for p in paths]
+    for index, why in duplicates(rows).items():  # two records of one cell: neither is its number
+        rows[index].update({key: np.nan for key in MEASURED_COLUMNS}, status="error", message=why)
     extras = sorted({k for row in rows for k in row if k not in KNOWN_COLUMNS})
     columns = [
         *LEAD_COLUMNS,

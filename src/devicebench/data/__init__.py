@@ -124,6 +124,7 @@ def prepare_dataset(
     seed: int = 0,
     path: str | Path | None = None,
     expected_sha256: Mapping[str, str] | None = None,
+    prepared_by: str = "hand",
 ) -> Path:
     """Produce ``name``'s files in ``out_dir`` and a manifest pinning them; return its path.
 
@@ -176,6 +177,7 @@ def prepare_dataset(
         "train_samples": n_train,
         "test_samples": n_test,
         "seed": seed if source == "synthetic" else None,
+        "prepared_by": prepared_by,  # "workflow": by its rule, whose params follow the config
         "files": [
             {
                 "name": f.name,

@@ -16,6 +16,9 @@ from pathlib import Path
 from devicebench.atomic import atomic_path
 
 _CHUNK = 1 << 20
+# A command that works as written: the planning check (devicebench.data_check) prints the
+# preparation command with the config's sizes and seed, and stops before any record is touched.
+RECOVERY = "Run `snakemake -n`: it names the command that prepares this data set again."
 
 
 class DataIntegrityError(Exception):
@@ -44,7 +47,7 @@ def mismatch_message(
         f"checksum mismatch for {path}: expected {algorithm} {expected}, "
         f"actual {algorithm} {actual}"
         f" ({size} bytes). The file is corrupt, truncated or not the pinned version. "
-        + (hint or "Delete it and prepare the dataset again (scripts/prepare_data.py).")
+        + (hint or RECOVERY)
     )
 
 
@@ -56,7 +59,7 @@ def verify_file(
     if not path.is_file():
         raise DataIntegrityError(
             f"missing data file {path} (expected {algorithm} {expected_sha256}). "
-            + (hint or "Prepare the dataset again (scripts/prepare_data.py).")
+            + (hint or RECOVERY)
         )
     actual = sha256_file(path, algorithm)
     if actual != expected_sha256.lower():

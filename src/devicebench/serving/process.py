@@ -121,7 +121,8 @@ class ServerProcess:
         env["DEVICEBENCH_SERVER_LOG"] = str(self.log_path)  # marks the server's process tree
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.port_file.unlink(missing_ok=True)  # an earlier server's
-        with open(self.log_path, "ab") as log:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW  # not through a link
+        with os.fdopen(os.open(self.log_path, flags, 0o644), "ab") as log:
             self.process = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, env=env,
                 preexec_fn=die_with_parent,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-COUNTS = ("ok", "rejected_400", "rejected_413", "rejected_415")
+COUNTS = ("ok", "rejected_400", "rejected_408", "rejected_413", "rejected_415")
 HEAD = ("pid", "starts", "peak_rss_kb", *COUNTS)  # then one column per batch size 0..max_batch
 COLUMN = {name: index for index, name in enumerate(HEAD)}
 
