@@ -92,6 +92,8 @@ def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
     keys = ["task", "model", "framework", "precision", "batch_size", "mode", *_extras(df)]
     keys += pairing_columns(df)  # relative cost only within one boot and code version
     work = df.copy()
+    if "cell_id" not in work:  # a hand-made frame: rows are their own ids
+        work["cell_id"] = work.index.astype(str)
     work["_group"] = _group_key(work, keys)
     bases = _resolve_base(work, base)
     per_sample = (work["price_per_hour"] / work["samples_per_s"]).where(work["status"].eq("ok"))
@@ -107,10 +109,11 @@ def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
     ok = merged["status"].eq("ok") & (merged["samples_per_s"] > 0)
     df["relative_time"] = (merged["base_samples_per_s"] / merged["samples_per_s"]).where(ok)
     df["relative_cost"] = (per_sample / merged["base_usd_per_sample"]).where(ok)
-    df["base_cost_usd"] = merged["base_usd_per_sample"] * merged["median_s"].where(ok) * (
-        merged["samples_per_s"]
+    df["base_cost_usd"] = (
+        merged["base_usd_per_sample"] * merged["median_s"].where(ok) * (merged["samples_per_s"])
     )  # the base's cost of this cell's measured work
-    df["base_cell_id"] = merged["base_cell_id"]
+    if "cell_id" in df:
+        df["base_cell_id"] = merged["base_cell_id"]
     return df
 
 

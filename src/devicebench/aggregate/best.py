@@ -194,8 +194,10 @@ def _pair(
         row["speedup"] = float(fastest["gpu"]["samples_per_s"] / fastest["cpu"]["samples_per_s"])
         row["speedup_cpu_cell"] = fastest["cpu"].get("cell_id")
         row["speedup_gpu_cell"] = fastest["gpu"].get("cell_id")
-        ratio = float(cpu[column]) / float(gpu[column]) if converge and pick == "cheapest" else (
-            float(cpu["usd_per_million"]) / float(gpu["usd_per_million"])
+        ratio = (
+            float(cpu[column]) / float(gpu[column])
+            if converge and pick == "cheapest"
+            else (float(cpu["usd_per_million"]) / float(gpu["usd_per_million"]))
         )
         row["cost_ratio"] = ratio
         row["cheaper"] = "gpu" if ratio > 1 else "cpu"

@@ -70,15 +70,17 @@ MEASURED_COLUMNS = tuple(
     cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
     """.split()
 )
+NOT_FLOAT = "peak_source accuracy_agrees priced_as machine".split()
 INT_COLUMNS = tuple(
-    "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores train_steps".split()
+    "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores".split()
+    + ["train_steps"]
     + list(energy.INTS)
 )
 FLOAT_COLUMNS = (
     *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions", "passes")),
     *"first_call_s peak_host_mb peak_device_mb timed_start timed_end min_s max_s".split(),
     *"base_median_s base_samples_per_s speedup accuracy_spread flops_per_sample".split(),
-    *(c for c in ANALYSIS_COLUMNS if c not in "peak_source accuracy_agrees priced_as machine".split()),
+    *(c for c in ANALYSIS_COLUMNS if c not in NOT_FLOAT),
     *energy.FLOATS,
 )
 BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged", "quality_below_reference")

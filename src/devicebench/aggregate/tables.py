@@ -10,6 +10,7 @@ import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
+from devicebench.aggregate.quality_gate import quality_reason
 
 LATENCY_MODES = ("infer", "serve")
 
@@ -125,6 +126,8 @@ def quality_table(df: pd.DataFrame) -> pd.DataFrame:
     values = ["status", "accuracy", "f1_macro", "f1_micro", "loss", "synthetic", "dataset"]
     values += ["quality_na", "train_steps"]
     values += ["converged", "target_metric", "target_value", "time_to_target_s"]
+    if "quality_na" not in df and len(df):  # the collected frame, before the analysis stage marked it
+        df = df.assign(quality_na=df.apply(quality_reason, axis=1).replace("", np.nan))
     out = _select(df, [*keys, *values])
     out = out[out["mode"].isin(["train", "converge"])]
     if out.empty:
@@ -157,7 +160,7 @@ def _resolve_base(work: pd.DataFrame, base: str) -> pd.DataFrame:
             "base_status": chosen["status"].to_numpy(),
             "base_median_s": chosen["median_s"].astype("float64").to_numpy(),
             "base_samples_per_s": pd.to_numeric(chosen["samples_per_s"]).to_numpy("float64"),
-            "base_cell_id": chosen["cell_id"].to_numpy(),
+            "base_cell_id": _select(chosen, ["cell_id"])["cell_id"].to_numpy(),
         }
     )
 

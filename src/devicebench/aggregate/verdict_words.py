@@ -54,8 +54,10 @@ def finding(row: dict[str, Any]) -> str:
     parts = [head]
     speedup = _float(row.get("speedup"))
     if not math.isnan(speedup):
-        faster = f"the GPU {times(speedup)} faster" if speedup >= 1 else (
-            f"the CPU {times(1 / speedup)} faster"
+        faster = (
+            f"the GPU {times(speedup)} faster"
+            if speedup >= 1
+            else (f"the CPU {times(1 / speedup)} faster")
         )
         parts.append(f"{faster}, fastest against fastest")
     shape = _text(row.get("cpu_priced_as"))
