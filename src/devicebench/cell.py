@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench import __version__, engines, environment, marks, spark
+from devicebench.copies_runner import copies_of, run_packed
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
@@ -227,7 +228,10 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
         print(f"[devicebench] skipped: {record['message']}", flush=True)
     else:
         print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
-        result = _run_worker(settings, float(settings["timeout_s"]))
+        if copies_of(settings) > 1:  # a packed cell: N copies at once, throughput summed
+            result = run_packed(settings, float(settings["timeout_s"]), _run_worker)
+        else:
+            result = _run_worker(settings, float(settings["timeout_s"]))
         record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record.update(result)
         if "environment" not in record:  # a killed or timed-out worker wrote none

@@ -126,7 +126,9 @@ def quality_table(df: pd.DataFrame) -> pd.DataFrame:
     values = ["status", "accuracy", "f1_macro", "f1_micro", "loss", "synthetic", "dataset"]
     values += ["quality_na", "train_steps"]
     values += ["converged", "target_metric", "target_value", "time_to_target_s"]
-    if "quality_na" not in df and len(df):  # the collected frame, before the analysis stage marked it
+    if "quality_na" not in df and len(
+        df
+    ):  # the collected frame, before the analysis stage marked it
         df = df.assign(quality_na=df.apply(quality_reason, axis=1).replace("", np.nan))
     out = _select(df, [*keys, *values])
     out = out[out["mode"].isin(["train", "converge"])]
