@@ -87,11 +87,17 @@ def test_packed_copies_cheapen_the_cpu_only_when_measured(tmp_path: Path) -> Non
 
 def test_copies_above_the_host_cores_is_a_config_error() -> None:
     cores = host_cores()
-    with pytest.raises(ConfigError, match="exceeds this host's"):
-        copies_axes("mnist_mlp", {"cpu_copies": [cores + 1]}, "cpu", 1, "infer")
-    assert copies_axes("mnist_mlp", {"cpu_copies": [1, cores]}, "cpu", 1, "infer") == [
-        {}, {"copies": cores}]  # fmt: skip
-    assert copies_axes("mnist_mlp", {"cpu_copies": [2]}, "cuda", 1, "infer") == [{}]
+    with pytest.raises(ConfigError, match="exceeds the host's"):
+        copies_axes({}, "mnist_mlp", {"cpu_copies": {"1": cores + 1}}, "cpu", 1, "infer")
+    study = {"devices": {"cpu": {"threads": [1, 4], "cores": 16}}}
+    with pytest.raises(ConfigError, match="exceeds the host's 16 cores"):
+        copies_axes(study, "mnist_mlp", {"cpu_copies": {"4": 5}}, "cpu", 4, "infer")
+    assert copies_axes(study, "mnist_mlp", {"cpu_copies": {"4": 4}}, "cpu", 4, "train") == [
+        {},
+        {"copies": 4},
+    ]
+    assert copies_axes(study, "mnist_mlp", {"cpu_copies": {"4": 4}}, "cpu", 1, "infer") == [{}]
+    assert copies_axes(study, "mnist_mlp", {"cpu_copies": {"1": 2}}, "cuda", 1, "infer") == [{}]
 
 
 def test_copies_wait_for_each_other_and_sum(tmp_path: Path) -> None:

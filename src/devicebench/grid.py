@@ -194,7 +194,7 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
-            packed = copies_axes(task, settings, device, threads, mode)
+            packed = copies_axes(study, task, settings, device, threads, mode)
             for (scale, more), copies in itertools.product(
                 _scale_axes(study, mode, settings, values), packed
             ):

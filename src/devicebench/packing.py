@@ -17,22 +17,20 @@ from devicebench.devices import host_cores
 
 
 def copies_axes(
-    task: str, settings: dict[str, Any], device: str, threads: Any, mode: str
+    study: dict[str, Any], task: str, settings: dict[str, Any], device: str, threads: Any, mode: str
 ) -> list[dict[str, Any]]:
-    """The `copies` axis values of one cell: [{}] (no axis) unless the task's `cpu_copies` asks
-    and the cell is a CPU train or infer cell; copies 1 adds no axis (the plain cell's id)."""
-    wanted = settings.get("cpu_copies")
-    if not wanted or device != "cpu" or mode not in ("train", "infer"):
+    """The `copies` axis values of one cell: [{}] (the plain cell, no axis) plus, where the
+    task's `cpu_copies` maps this CPU train or infer cell's thread count to N, the packed cell."""
+    wanted = settings.get("cpu_copies") or {}
+    copies = wanted.get(str(threads))
+    if not copies or copies == 1 or device != "cpu" or mode not in ("train", "infer"):
         return [{}]
-    cores = host_cores()
-    per_copy = cores if threads == "all" else int(threads)
-    out = []
-    for copies in wanted:
-        if copies * per_copy > cores:
-            raise ConfigError(
-                f"tasks.{task}.cpu_copies: {copies} copies x {per_copy} thread(s) = "
-                f"{copies * per_copy} exceeds this host's {cores} cores; a packed cell must fit "
-                "the host (lower cpu_copies or the task's cpu_threads)"
-            )
-        out.append({} if copies == 1 else {"copies": int(copies)})
-    return out
+    cores = int(((study.get("devices") or {}).get("cpu") or {}).get("cores") or host_cores())
+    if threads == "all" or int(copies) * int(threads) > cores:
+        per_copy = cores if threads == "all" else int(threads)
+        raise ConfigError(
+            f"tasks.{task}.cpu_copies: {copies} copies x {per_copy} thread(s) = "
+            f"{copies * per_copy} exceeds the host's {cores} cores; a packed cell must fit "
+            "the host (lower the copies, or set devices.cpu.cores to the host the cells run on)"
+        )
+    return [{}, {"copies": int(copies)}]
