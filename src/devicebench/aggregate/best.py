@@ -182,6 +182,7 @@ def _pair(
         row[f"{side}_usd_per_million"] = float(best["usd_per_million"])
         row[f"{side}_joules_per_sample"] = _number(best.get("joules_per_sample", np.nan))
         row[f"{side}_priced_as"] = best.get("priced_as")
+        notes.append(noise.steadiness_note(best, side))
         if unverified(best.get("quality_check")):
             row["quality"] = "quality unverified"
             notes.append(f"{side} pick's agreement with fp32 {best['quality_check']}")
@@ -218,6 +219,11 @@ def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> s
     """Why a device has no best cell in a group: none ok, none agreeing with fp32, none priced."""
     if on_device.empty:
         return f"no ok {device} cell"
+    if "converged" in on_device and on_device["mode"].eq("converge").all():
+        reached = on_device["converged"].astype("boolean").fillna(False).astype(bool)
+        if not reached.any():
+            best = pd.to_numeric(on_device.get("accuracy"), errors="coerce").max()
+            return f"no {device} converge cell reached its target (best held-out {best:.3f})"
     if agreeing.empty:
         shares = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
         low, high = f"{shares.min():.3f}", f"{shares.max():.3f}"

@@ -17,6 +17,8 @@ import pandas as pd
 LEASE_VARIANCE = 1.35
 TOO_CLOSE = "too close to call"
 CLEAR = "clear"
+UNSTEADY = 2.0  # slowest repetition over median: warm-up was not done
+NOISY_COV = 0.10
 LOW_UTILISATION = 50.0  # per cent: a GPU pick below this is not at its best
 
 
@@ -57,6 +59,17 @@ def utilisation_note(gpu_util_mean: Any) -> str:
     if math.isnan(util) or util >= LOW_UTILISATION:
         return ""
     return f"the GPU pick ran at {util:.0f} % utilisation: not at its best"
+
+
+def steadiness_note(cell: pd.Series, side: str) -> str:
+    """Words on a pick whose repetitions were not steady: a slowest repetition over UNSTEADY x
+    the median (warm-up not done), else a CoV above the noise threshold the cell recorded."""
+    median, slow, cov = (_float(cell.get(k)) for k in ("median_s", "max_s", "cov"))
+    if median > 0 and slow / median > UNSTEADY:
+        return f"{side} pick's slowest repetition is {slow / median:.1f}x its median: not steady"
+    if cell.get("noisy") is True or (not math.isnan(cov) and cov > NOISY_COV):
+        return f"{side} pick noisy (CoV {cov:.2f})"
+    return ""
 
 
 def _float(value: Any) -> float:
