@@ -115,8 +115,10 @@ def test_copies_wait_for_each_other_and_sum(tmp_path: Path) -> None:
     assert [a["aligned"] for a in arrived] == [True] * 3
     results = [{"status": "ok", "throughput": {"samples_per_s": r}, "timings": {"barrier": a}}
                for r, a in zip((1.0, 2.0, 3.5), arrived, strict=True)]  # fmt: skip
+    results[0]["energy"] = {"joules_per_sample": 3.0, "samples_per_kwh": 1.2e6}
     merged = merge(results)
     assert merged["throughput"]["samples_per_s"] == 6.5 and merged["packed"]["aligned"]
+    assert merged["energy"]["joules_per_sample"] == 1.0
     failed = merge([results[0], {"status": "oom", "message": "out of memory"}])
     assert failed["status"] == "oom" and failed["message"].startswith("copy 1 of 2")
     assert wait_at_barrier({"copies": 1}) is None

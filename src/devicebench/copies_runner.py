@@ -50,6 +50,11 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
     merged = copy.deepcopy(results[0])
     rates = [float(r["throughput"]["samples_per_s"]) for r in results]
     merged["throughput"]["samples_per_s"] = sum(rates)
+    energy = merged.get("energy") or {}
+    if energy.get("joules_per_sample"):  # the meters read the whole host: every copy's samples
+        energy["joules_per_sample"] /= len(results)
+        energy["samples_per_kwh"] = (energy.get("samples_per_kwh") or 0) * len(results) or None
+        energy["packed_note"] = "host energy of copy 0's window over all copies' samples"
     merged["packed"] = {
         "copies": len(results),
         "per_copy_samples_per_s": rates,
