@@ -19,6 +19,7 @@ import pytest
 from devicebench.aggregate import analysis
 from devicebench.aggregate.best import best_table
 from devicebench.aggregate.collect import collect_records, read_table
+from devicebench.aggregate.engines import engine_table
 from devicebench.aggregate.pricing import load_prices
 from devicebench.aggregate.tables import speedup_table
 
@@ -65,6 +66,7 @@ def tables() -> dict[str, pd.DataFrame]:
         "cells": cells,
         "speedup": speedup_table(cells, "cpu"),
         "best": best_table(cells, PRICES),
+        "engines": engine_table(cells),
     }
 
 
@@ -114,6 +116,15 @@ def _excluded(cell_id: str) -> bool:
 
 def test_every_speedup_is_a_ratio_of_throughputs(tables: dict[str, pd.DataFrame]) -> None:
     assert check_speedup(tables["speedup"]) > 50
+
+
+def test_every_engine_ratio_is_of_throughputs(tables: dict[str, pd.DataFrame]) -> None:
+    rows = tables["engines"][tables["engines"]["relative_throughput"].notna()]
+    for row in rows.itertuples():
+        expected = _rate(row.cell_id) / _rate(row.base_cell_id)
+        assert row.relative_throughput == pytest.approx(expected, rel=1e-9), row.cell_id
+        assert _same_machine(row.cell_id, row.base_cell_id)
+    assert len(rows) > 10
 
 
 def test_relative_cost_is_of_equal_work(tables: dict[str, pd.DataFrame]) -> None:
