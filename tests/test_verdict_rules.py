@@ -19,6 +19,7 @@ from devicebench.aggregate.quality_gate import mark_quality
 from devicebench.config import ConfigError
 from devicebench.copies_runner import merge, wait_at_barrier
 from devicebench.devices import host_cores
+from devicebench.gpu_compile import compiled_axes
 from devicebench.packing import copies_axes
 from devicebench.record import new_record
 
@@ -179,3 +180,16 @@ def test_a_declaration_naming_an_unknown_machine_is_refused(tmp_path: Path) -> N
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(bad))
     with pytest.raises(PriceFileError, match="undeclared machine"):
         load_prices(tmp_path / "p.yaml")
+
+
+def test_compiled_gpu_cells_only_where_asked_and_only_torch_on_a_gpu() -> None:
+    gpu = {"framework": "torch", "device": "cuda", "mode": "train"}
+    assert compiled_axes("mnist_mlp", {"gpu_compiled": True}, {}, gpu) == [
+        {},
+        {"compile": "compiled"},
+    ]
+    assert compiled_axes("mnist_mlp", {}, {}, gpu) == [{}]
+    for other in ({"framework": "keras-torch"}, {"device": "cpu"}, {"mode": "serve"}):
+        assert compiled_axes("mnist_mlp", {"gpu_compiled": True}, {}, gpu | other) == [{}]
+    with pytest.raises(ConfigError, match="own compile axis"):
+        compiled_axes("text_classify", {"gpu_compiled": True}, {"compile": ()}, gpu)

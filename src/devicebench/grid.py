@@ -19,6 +19,7 @@ from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
 from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES
 from devicebench.frameworks.pretrained import cell_weights
+from devicebench.gpu_compile import compiled_axes
 from devicebench.packing import copies_axes
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
@@ -195,12 +196,13 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
             packed = copies_axes(study, task, settings, device, threads, mode)
-            for (scale, more), copies in itertools.product(
-                _scale_axes(study, mode, settings, values), packed
+            compiled = compiled_axes(task, settings, spec.axes, values)
+            for (scale, more), copies, compile_ in itertools.product(
+                _scale_axes(study, mode, settings, values), packed, compiled
             ):
-                if not runnable(values, scale):
+                if not runnable(values, scale | compile_):
                     continue
-                axes = dict(extra) | weights | scale | copies
+                axes = dict(extra) | weights | scale | copies | compile_
                 cells.append(make_cell(values, axes, mode_run | source | more))
     if not cells:
         raise ConfigError(_empty_grid_reason(study))
