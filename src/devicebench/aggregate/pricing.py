@@ -131,7 +131,9 @@ def shape_priced(
         return f"{int(vcpus)} vCPUs{packed}"
     if str(device) == "cuda":
         entry = gpu_entry(gpu_name, prices)
-        return str(entry.get("instance", entry.get("match"))) if entry else ""
+        if not entry:
+            return ""  # a GPU shared by several jobs (MPS, processes) is not measured yet
+        return f"{entry.get('instance', entry.get('match'))}, whole (no shared-GPU measurement)"
     return str(device)
 
 
