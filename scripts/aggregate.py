@@ -120,7 +120,7 @@ def aggregate(
         "top_ops": timelines.top_ops_side_by_side(ops),
         "not_ok": not_ok_table(cells),
         "engines": engine_table(cells),
-        "best": best_table(cells),
+        "best": best_table(cells, price_table),
         "serving": serving_table(paths, price_table),
     }
     for name, table in tables.items():

@@ -55,13 +55,18 @@ def test_converge_cell_reaches_its_target_and_records_time_cost_energy(tmp_path)
 
 
 def test_converge_cell_that_cannot_reach_its_target_stops_at_its_limit(tmp_path):
-    record = _cell(tmp_path, {"target": 1.01, "max_epochs": 2, "max_time_s": 120}, "limit")
+    record = _cell(tmp_path, {"target": 0.999, "max_epochs": 2, "max_time_s": 120}, "limit")
     assert record["status"] == "ok", record.get("message")
     converge = record["converge"]
     assert converge["converged"] is False and converge["epochs"] == 2
     assert converge["time_to_target_s"] is None and "2 epoch(s)" in converge["not_reached"]
     row = add_analysis(collect_records([record["_path"]]), PRICES, "cpu").iloc[0]
     assert not bool(row["converged"]) and row.isna()["cost_to_target_usd"]
+
+
+def test_a_target_no_model_can_reach_is_a_config_error():
+    with pytest.raises(ConfigError, match="no model can reach it"):
+        check_config(_study(converge={"target": 1.01}))
 
 
 def _study(**task) -> dict:

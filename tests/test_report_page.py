@@ -56,7 +56,7 @@ def test_the_page_leads_with_the_verdict_at_the_prices_given(tmp_path):
     cells = pd.read_csv(tables / "cells.csv")
     hand_made_best(cells).to_csv(tables / "best.csv", index=False)
     prices = yaml.safe_load((REPO / "config" / "prices.yaml").read_text())
-    prices["cuda"] = [{"match": "H100", "per_hour": 40.0}]  # a buyer's (very dear) GPU
+    prices["cuda"] = [{"match": "H100", "per_hour": 40.0, "instance": "1x H100"}]  # very dear
     (tmp_path / "prices.yaml").write_text(yaml.safe_dump(prices))
     spec = importlib.util.spec_from_file_location("report_cli", REPO / "scripts" / "report.py")
     script = importlib.util.module_from_spec(spec)

@@ -21,6 +21,7 @@ from typing import Any
 from devicebench import __version__, engines, environment, kills, marks, spark
 from devicebench.atomic import atomic_path
 from devicebench.bench_lock import timed_slot
+from devicebench.copies_runner import copies_of, run_packed
 from devicebench.data_check import read_manifest
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
@@ -244,7 +245,10 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     else:
         print(f"[devicebench] cell {cell.cell_id} on {threads} thread(s)", flush=True)
         with timed_slot(cell.cell_id) as slot:  # one timed cell per host (bench_lock.py)
-            result = _run_worker(settings, float(settings["timeout_s"]))
+            if copies_of(settings) > 1:  # a packed cell: N copies at once, throughput summed
+                result = run_packed(settings, float(settings["timeout_s"]), _run_worker)
+            else:
+                result = _run_worker(settings, float(settings["timeout_s"]))
         record["provenance"]["deterministic"] = result.pop("deterministic", None)
         record["provenance"]["bench_lock"] = slot
         record.update(result)

@@ -24,6 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "dataset": None,  # another dataset of the same format (mnist tasks: fashion_mnist)
     "frameworks": None,  # converge cells in these of the task's frameworks only (default: all)
 }
+# Metrics that are shares of held-out samples: a target of 1 or more is out of reach.
+BOUNDED = ("accuracy", "f1_micro", "f1_macro")
 # Datasets a task may train on in converge cells instead of its own (same shapes and classes).
 ALTERNATIVE_DATASETS = {"mnist": ("fashion_mnist",)}
 
@@ -44,6 +46,12 @@ def check(given: dict[str, Any], dataset: str | None = None) -> None:
         raise ValueError(f"converge: unknown key(s) {unknown}; known: {', '.join(DEFAULTS)}")
     if given.get("target") is None:
         raise ValueError("converge.target: required (the held-out quality to train to)")
+    target, metric = given["target"], given.get("metric", DEFAULTS["metric"])
+    if metric in BOUNDED and not 0 < float(target) < 1:  # a share: 1.0 is no model's target
+        raise ValueError(
+            f"converge.target: {target} for {metric}, a share of held-out samples: no model can "
+            "reach it (give a value between 0 and 1, below 1)"
+        )
     if dataset is not None and given.get("dataset") not in (None, dataset):
         allowed = ALTERNATIVE_DATASETS.get(dataset, ())
         if given["dataset"] not in allowed:

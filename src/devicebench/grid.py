@@ -19,6 +19,8 @@ from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
 from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES
 from devicebench.frameworks.pretrained import cell_weights
+from devicebench.gpu_compile import compiled_axes
+from devicebench.packing import copies_axes
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
 
@@ -193,12 +195,15 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
                 mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
-            for scale, more in _scale_axes(study, mode, settings, values):
-                if not runnable(values, scale):
+            packed = copies_axes(study, task, settings, device, threads, mode)
+            compiled = compiled_axes(task, settings, spec.axes, values)
+            for (scale, more), copies, compile_ in itertools.product(
+                _scale_axes(study, mode, settings, values), packed, compiled
+            ):
+                if not runnable(values, scale | compile_):
                     continue
-                cells.append(
-                    make_cell(values, dict(extra) | weights | scale, mode_run | source | more)
-                )
+                axes = dict(extra) | weights | scale | copies | compile_
+                cells.append(make_cell(values, axes, mode_run | source | more))
     if not cells:
         raise ConfigError(_empty_grid_reason(study))
     cells = _apply_exclusions(cells, study.get("exclude", []))

@@ -8,47 +8,20 @@ hourly price.
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.aggregate.machines import apply_machine_prices
 from devicebench.aggregate.pairing import pairing_columns
+from devicebench.aggregate.pricing import load_prices, price_per_hour, shape_priced  # noqa: F401
+from devicebench.aggregate.quality_gate import mark_quality
 from devicebench.aggregate.tables import _group_key, _resolve_base, _select, _sorted
 from devicebench.peaks import achieved_tflops, device_peak
 
 CELL_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
-
-
-def load_prices(path: str | Path) -> dict[str, Any]:
-    """The price file as a mapping (see config/prices.yaml for its layout)."""
-    with open(path) as handle:
-        prices = yaml.safe_load(handle) or {}
-    if not isinstance(prices, dict):
-        raise ValueError(f"price file {path}: expected a mapping at the top level")
-    return prices
-
-
-def price_per_hour(device: Any, threads: Any, gpu_name: Any, prices: dict[str, Any]) -> float:
-    """The hourly price of the resources one cell occupies; NaN when the file has none."""
-    device = str(device)
-    if device == "cpu":
-        per_vcpu = (prices.get("cpu") or {}).get("per_vcpu_hour")
-        if per_vcpu is None or pd.isna(threads):
-            return math.nan
-        return float(per_vcpu) * int(threads)
-    if device == "cuda":
-        name = gpu_name if isinstance(gpu_name, str) else ""
-        for entry in prices.get("cuda") or []:
-            if str(entry.get("match", "")).lower() in name.lower() and name:
-                return float(entry["per_hour"])
-        return math.nan
-    entry = prices.get(device) or {}
-    return float(entry["per_hour"]) if "per_hour" in entry else math.nan
 
 
 def add_analysis(
@@ -58,17 +31,18 @@ def add_analysis(
     targets: dict[str, float] | None = None,
 ) -> pd.DataFrame:
     """cells plus price, cost, samples per dollar, relative time/cost, FLOP/s, MFU."""
-    df = cells.copy()
+    df = mark_quality(cells)  # quality n/a where it cannot mean anything
     targets = targets or {}
     ok = df["status"].eq("ok")
     # a data-parallel cell occupies (and is priced and peaked for) all of its GPUs
     gpus = _gpu_count(df)
+    copies = df["copies"] if "copies" in df.columns else pd.Series(1, index=df.index)
+    priced = list(zip(df["device"], df["threads"], _column(df, "gpu_name"), copies, strict=True))
     df["price_per_hour"] = [
-        price_per_hour(d, t, g, prices) * n
-        for d, t, g, n in zip(
-            df["device"], df["threads"], df.get("gpu_name", np.nan), gpus, strict=True
-        )
+        price_per_hour(d, t, g, prices, c) * n for (d, t, g, c), n in zip(priced, gpus, strict=True)
     ]
+    df["priced_as"] = [shape_priced(d, t, g, prices, c) for d, t, g, c in priced]
+    df = apply_machine_prices(df, prices)  # a declared machine is priced as itself
     df["cost_usd"] = (df["price_per_hour"] * df["median_s"] / 3600.0).where(ok)
     per_usd = df["samples_per_s"] * 3600.0 / df["price_per_hour"].replace(0, np.nan)
     df["samples_per_usd"] = per_usd.where(ok)
@@ -80,11 +54,11 @@ def add_analysis(
         to_target = df["price_per_hour"] * df["time_to_target_s"] / 3600.0
         df["cost_to_target_usd"] = to_target.where(converged, df["cost_to_target_usd"])
     # the peak of the math that ran (model.precision_math), else of the precision axis
-    math = df["precision_math"] if "precision_math" in df.columns else df["precision"]
-    math = math.where(math.notna() & math.ne("nan"), df["precision"])
+    ran = df["precision_math"] if "precision_math" in df.columns else df["precision"]
+    ran = ran.where(ran.notna() & ran.ne("nan"), df["precision"])
     peaks = [
         device_peak(d, g, p)
-        for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), math, strict=True)
+        for d, g, p in zip(df["device"], df.get("gpu_name", np.nan), ran, strict=True)
     ]
     df["peak_tflops"] = [
         np.nan if p is None else p * n for (p, _), n in zip(peaks, gpus, strict=True)
@@ -98,6 +72,10 @@ def add_analysis(
     return _relative(df, base)
 
 
+def _column(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(np.nan, index=df.index)
+
+
 def _gpu_count(df: pd.DataFrame) -> list[int]:
     """GPUs per cell: the `gpus` axis on CUDA cells (1 where absent), 1 elsewhere."""
     counts = df["gpus"] if "gpus" in df.columns else pd.Series(np.nan, index=df.index)
@@ -108,25 +86,34 @@ def _gpu_count(df: pd.DataFrame) -> list[int]:
 
 
 def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
-    """Time and cost relative to the base configuration (as in the 2017 study's charts)."""
+    """Time and cost of equal work relative to the base configuration (as the 2017 study's charts
+    show them): ratios of throughput and of cost per sample, never of repetition times, since a
+    CPU repetition may hold fewer steps than a GPU one."""
     keys = ["task", "model", "framework", "precision", "batch_size", "mode", *_extras(df)]
     keys += pairing_columns(df)  # relative cost only within one boot and code version
     work = df.copy()
+    if "cell_id" not in work:  # a hand-made frame: rows are their own ids
+        work["cell_id"] = work.index.astype(str)
     work["_group"] = _group_key(work, keys)
     bases = _resolve_base(work, base)
-    base_cost = work.set_index(["_group", "device_label"])["cost_usd"]
-    bases["base_cost_usd"] = [
-        base_cost.get((g, label), np.nan)
-        for g, label in zip(bases["_group"], bases["base_label"], strict=True)
-    ]
+    per_sample = (work["price_per_hour"] / work["samples_per_s"]).where(work["status"].eq("ok"))
+    base_cost = pd.Series(per_sample.to_numpy(), index=work["cell_id"].astype(str))
+    base_cost = base_cost[~base_cost.index.duplicated()]
+    bases["base_usd_per_sample"] = bases["base_cell_id"].astype(str).map(base_cost)
     merged = work.merge(
-        bases[["_group", "base_median_s", "base_cost_usd"]], on="_group", how="left"
+        bases[["_group", "base_samples_per_s", "base_usd_per_sample", "base_cell_id"]],
+        on="_group",
+        how="left",
     )
     merged.index = df.index
-    ok = merged["status"].eq("ok")
-    df["relative_time"] = (merged["median_s"] / merged["base_median_s"]).where(ok)
-    df["relative_cost"] = (merged["cost_usd"] / merged["base_cost_usd"]).where(ok)
-    df["base_cost_usd"] = merged["base_cost_usd"]
+    ok = merged["status"].eq("ok") & (merged["samples_per_s"] > 0)
+    df["relative_time"] = (merged["base_samples_per_s"] / merged["samples_per_s"]).where(ok)
+    df["relative_cost"] = (per_sample / merged["base_usd_per_sample"]).where(ok)
+    df["base_cost_usd"] = (
+        merged["base_usd_per_sample"] * merged["median_s"].where(ok) * (merged["samples_per_s"])
+    )  # the base's cost of this cell's measured work
+    if "cell_id" in df:
+        df["base_cell_id"] = merged["base_cell_id"]
     return df
 
 

@@ -6,9 +6,17 @@ precision, threads, engine, compile) against the GPU's best, and prices the diff
 hourly price at which its cost per sample equals the CPU's (the break-even price).
 
 Cells are compared only within one (boot_id, code_version) group: one machine boot and one code
-version, so two leases or two code versions never make a ratio. A cell whose reduced format
-(bf16, int8, another engine) agrees with torch fp32 on fewer than 99 % of held-out predictions
-(quality_below_reference) is never a device's best: its speed was bought with its answers.
+version, so two leases or two code versions never make a ratio; machines the user declared (see
+machines.py) are compared across boots, the row naming both. A cell whose reduced format (bf16,
+int8, another engine) agrees with torch fp32 on fewer than 99 % of held-out predictions of a
+model that learned something (quality_below_reference) is never a device's best: its speed was
+bought with its answers; where the check cannot vouch (synthetic data, random weights, a constant
+fp32 reference) the cell counts and the row says "quality unverified".
+
+Every ratio is of throughputs (equal work). `speedup` is always the fastest GPU cell over the
+fastest CPU cell (best against best), whatever the pick; `cost_ratio` is of the pick's cells,
+with its range over the repetitions and a confidence (noise.py). Converge rows compare cost to
+the target instead of cost per sample.
 """
 
 from __future__ import annotations
@@ -19,12 +27,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.aggregate import noise
 from devicebench.aggregate.collect import extra_axis_columns, format_value
+from devicebench.aggregate.machines import declared_pairs
+from devicebench.aggregate.quality_gate import unverified
+from devicebench.aggregate.verdict_words import finding
 from devicebench.engines.agreement import REQUIRED
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
 PICKS = {"fastest": "samples_per_s", "cheapest": "usd_per_million"}
-SIDE = ["cell", "config", "samples_per_s", "usd_per_million", "joules_per_sample"]
+SIDE = ["cell", "config", "samples_per_s", "usd_per_million", "joules_per_sample", "priced_as"]
 COLUMNS = [
     "task",
     "mode",
@@ -42,6 +54,17 @@ COLUMNS = [
     "breakeven_gpu_usd_per_hour",
     "note",
     "model",  # a task with several models compares each model on its own
+    "cost_ratio_low",
+    "cost_ratio_high",
+    "confidence",
+    "speedup_cpu_cell",
+    "speedup_gpu_cell",
+    "gpu_util_mean",
+    "quality",
+    "cpu_machine",
+    "gpu_machine",
+    "crosses_machines",
+    "finding",
 ]
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 # Axes named in the configuration text in their own words; any other extra axis follows as
@@ -49,8 +72,9 @@ DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 NAMED_AXES = ("framework", "precision", "compile", "batch_size", "threads", "gpus", "engine")
 
 
-def best_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per (task, mode, boot_id, code_version, model, pick) over the ok cells.
+def best_table(cells: pd.DataFrame, prices: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One row per (task, mode, boot_id, code_version, model, pick) over the ok cells, plus the
+    rows of each comparison declared in `prices` (CPU machine against GPU machine).
 
     `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
     """
@@ -60,7 +84,7 @@ def best_table(cells: pd.DataFrame) -> pd.DataFrame:
     ok["_below"] = below.astype("boolean").fillna(False).astype(bool)
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    for col in ("boot_id", "code_version", "model"):
+    for col in ("boot_id", "code_version", "model", "machine"):
         if col not in ok.columns:
             ok[col] = np.nan
     ok["usd_per_million"] = usd_per_million(ok["price_per_hour"], ok["samples_per_s"])
@@ -69,7 +93,37 @@ def best_table(cells: pd.DataFrame) -> pd.DataFrame:
     for key, group in ok.groupby("_key", sort=True):
         for pick, column in PICKS.items():
             rows.append(_pair(dict(zip(GROUP, key, strict=True)), pick, column, group, cells))
+    for cpu_machine, gpu_machine in declared_pairs(prices or {}):
+        rows += _declared_rows(ok, cells, cpu_machine, gpu_machine)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _declared_rows(
+    ok: pd.DataFrame, cells: pd.DataFrame, cpu_machine: str, gpu_machine: str
+) -> list[dict[str, Any]]:
+    """Rows of one declared comparison: the CPU machine's CPU cells against the GPU machine's
+    GPU cells, per task, mode, code version and model."""
+    device = ok["device"].astype(str)
+    mine = ok[
+        (device.eq("cpu") & ok["machine"].eq(cpu_machine))
+        | (device.eq("cuda") & ok["machine"].eq(gpu_machine))
+    ].copy()
+    if mine.empty:
+        return []
+    keys = [k for k in GROUP if k != "boot_id"]
+    mine["_key"] = [tuple(_text(v) for v in row) for row in mine[keys].itertuples(index=False)]
+    rows = []
+    for key, group in mine.groupby("_key", sort=True):
+        boots = " + ".join(sorted({_text(b) for b in group["boot_id"]} - {""}))
+        where = dict(zip(keys, key, strict=True)) | {"boot_id": boots}
+        for pick, column in PICKS.items():
+            row = _pair(where, pick, column, group, cells)
+            row.update(cpu_machine=cpu_machine, gpu_machine=gpu_machine, crosses_machines=True)
+            crossing = f"crosses machines: CPU on {cpu_machine}, GPU on {gpu_machine}"
+            row["note"] = "; ".join(n for n in (crossing, row["note"]) if n)
+            row["finding"] = finding(row)
+            rows.append(row)
+    return rows
 
 
 def usd_per_million(price_per_hour: pd.Series, samples_per_s: pd.Series) -> pd.Series:
@@ -101,38 +155,63 @@ def _pair(
 ) -> dict[str, Any]:
     """The best CPU and GPU cell of one group by `column`, set side by side."""
     extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
-    row: dict[str, Any] = {**key, "pick": pick}
+    row: dict[str, Any] = {**key, "pick": pick, "crosses_machines": False}
     notes = []
     if not key["boot_id"]:
         notes.append("boot_id not recorded: one machine not checked")
-    chosen = {}
+    converge = key.get("mode") == "converge" and "cost_to_target_usd" in group
+    if converge and pick == "cheapest":
+        column = "cost_to_target_usd"  # a converge row is judged on the cost to the target
+    chosen, fastest = {}, {}
     for side, device in DEVICES.items():
         on_device = group[group["device"].astype(str).eq(device)]
         agreeing = on_device[~on_device["_below"]]
-        mine = agreeing[agreeing[column].notna()]
+        mine = agreeing[pd.to_numeric(agreeing[column], errors="coerce").notna()]
         if mine.empty:
             notes.append(_why_none(on_device, agreeing, device))
             continue
         ascending = pick == "cheapest"
         best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
+        fastest[side] = agreeing.sort_values(
+            ["samples_per_s", "cell_id"], ascending=[False, True]
+        ).iloc[0]
         chosen[side] = best
         row[f"{side}_cell"] = best.get("cell_id")
         row[f"{side}_config"] = config_name(best, extras)
         row[f"{side}_samples_per_s"] = float(best["samples_per_s"])
         row[f"{side}_usd_per_million"] = float(best["usd_per_million"])
-        joules = best.get("joules_per_sample", np.nan)
-        row[f"{side}_joules_per_sample"] = _number(joules)
+        row[f"{side}_joules_per_sample"] = _number(best.get("joules_per_sample", np.nan))
+        row[f"{side}_priced_as"] = best.get("priced_as")
+        notes.append(noise.steadiness_note(best, side))
+        if unverified(best.get("quality_check")):
+            row["quality"] = "quality unverified"
+            notes.append(f"{side} pick's agreement with fp32 {best['quality_check']}")
     if "gpu" in chosen:
         row["gpu_name"] = chosen["gpu"].get("gpu_name")
+        row["gpu_util_mean"] = _number(chosen["gpu"].get("gpu_util_mean"))
+        notes.append(noise.utilisation_note(row["gpu_util_mean"]))
     if len(chosen) == 2:
         cpu, gpu = chosen["cpu"], chosen["gpu"]
-        row["speedup"] = float(gpu["samples_per_s"]) / float(cpu["samples_per_s"])
-        ratio = float(cpu["usd_per_million"]) / float(gpu["usd_per_million"])
+        row["speedup"] = float(fastest["gpu"]["samples_per_s"] / fastest["cpu"]["samples_per_s"])
+        row["speedup_cpu_cell"] = fastest["cpu"].get("cell_id")
+        row["speedup_gpu_cell"] = fastest["gpu"].get("cell_id")
+        ratio = (
+            float(cpu[column]) / float(gpu[column])
+            if converge and pick == "cheapest"
+            else (float(cpu["usd_per_million"]) / float(gpu["usd_per_million"]))
+        )
         row["cost_ratio"] = ratio
         row["cheaper"] = "gpu" if ratio > 1 else "cpu"
+        if not (converge and pick == "cheapest"):  # a converge run has one time to target
+            row["cost_ratio_low"], row["cost_ratio_high"] = noise.cost_ratio_range(cpu, gpu, ratio)
+        else:
+            notes.append("cost to target, one run a side")
+        low, high = row.get("cost_ratio_low"), row.get("cost_ratio_high")
+        row["confidence"] = noise.confidence(ratio, low, high)
         per_gpu = float(gpu["price_per_hour"]) / _gpu_count(gpu)
         row["breakeven_gpu_usd_per_hour"] = per_gpu * ratio
-    row["note"] = "; ".join(notes)
+    row["note"] = "; ".join(n for n in notes if n)
+    row["finding"] = finding(row)
     return row
 
 
@@ -140,6 +219,11 @@ def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> s
     """Why a device has no best cell in a group: none ok, none agreeing with fp32, none priced."""
     if on_device.empty:
         return f"no ok {device} cell"
+    if "converged" in on_device and on_device["mode"].eq("converge").all():
+        reached = on_device["converged"].astype("boolean").fillna(False).astype(bool)
+        if not reached.any():
+            best = pd.to_numeric(on_device.get("accuracy"), errors="coerce").max()
+            return f"no {device} converge cell reached its target (best held-out {best:.3f})"
     if agreeing.empty:
         shares = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
         low, high = f"{shares.min():.3f}", f"{shares.max():.3f}"

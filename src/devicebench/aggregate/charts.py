@@ -84,7 +84,7 @@ def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
         panel=plotted["task"].astype(str) + " · " + plotted["mode"].astype(str),
         series=_series(plotted),
     )
-    data = _data(plotted, ["panel", "series", "speedup", "median_s", "base_median_s"])
+    data = _data(plotted, ["panel", "series", "speedup", "samples_per_s", "base_samples_per_s"])
     line = (
         alt.Chart()
         .mark_line(point=True)
@@ -93,7 +93,7 @@ def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
             y=alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="speedup (×)"),
             color=alt.Color("device_label:N", title="device"),
             detail="series:N",
-            tooltip=_tooltip(plotted, ["speedup", "median_s", "base_median_s"]),
+            tooltip=_tooltip(plotted, ["speedup", "samples_per_s", "base_samples_per_s"]),
             **_series_dash(plotted),
         )
     )

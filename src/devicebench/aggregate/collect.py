@@ -37,15 +37,18 @@ USAGE_COLUMNS = """
 CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
     perplexity precision_micro recall_micro threads_requested precision_math
-    agreement_fp32 quality_below_reference
+    agreement_fp32 quality_below_reference agreement_note model_weights min_s max_s train_steps
 """.split()
 # Columns the derived tables add; known so they are never mistaken for extra axes.
-DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
+DERIVED_COLUMNS = """
+    base_label base_status base_median_s base_samples_per_s base_cell_id speedup note
+    accuracy_spread quality_na quality_check
+""".split()
 # Columns the analysis stage adds (cost from prices, FLOP/s against peaks, agreement).
 ANALYSIS_COLUMNS = """
     price_per_hour cost_usd samples_per_usd relative_time relative_cost target_accuracy
     cost_to_target_usd achieved_tflops peak_tflops mfu peak_source base_cost_usd
-    accuracy_agrees accuracy_tolerance
+    accuracy_agrees accuracy_tolerance priced_as machine
 """.split()
 KNOWN_COLUMNS = frozenset(
     [
@@ -67,15 +70,17 @@ MEASURED_COLUMNS = tuple(
     cpu_util_mean cpu_util_peak gpu_util_mean gpu_util_peak gpu_mem_peak_mb gpu_power_mean_w
     """.split()
 )
+NOT_FLOAT = "peak_source accuracy_agrees priced_as machine".split()
 INT_COLUMNS = tuple(
     "threads batch_size n_repetitions passes seed train_samples test_samples cpu_cores".split()
+    + ["train_steps"]
     + list(energy.INTS)
 )
 FLOAT_COLUMNS = (
     *(c for c in MEASURED_COLUMNS if c not in ("noisy", "n_repetitions", "passes")),
-    *"first_call_s peak_host_mb peak_device_mb timed_start timed_end".split(),
-    *"base_median_s speedup accuracy_spread flops_per_sample".split(),
-    *(c for c in ANALYSIS_COLUMNS if c not in ("peak_source", "accuracy_agrees")),
+    *"first_call_s peak_host_mb peak_device_mb timed_start timed_end min_s max_s".split(),
+    *"base_median_s base_samples_per_s speedup accuracy_spread flops_per_sample".split(),
+    *(c for c in ANALYSIS_COLUMNS if c not in NOT_FLOAT),
     *energy.FLOATS,
 )
 BOOL_COLUMNS = ("noisy", "synthetic", "accuracy_agrees", "converged", "quality_below_reference")
@@ -83,7 +88,8 @@ STR_COLUMNS = tuple(
     """
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
-    base_label base_status note peak_source precision_math
+    base_label base_status base_cell_id note peak_source precision_math priced_as quality_na
+    quality_check agreement_note model_weights machine
     """.split()
     + list(energy.STRINGS)
 )
@@ -214,7 +220,7 @@ def _row(path: Path) -> dict[str, Any]:
     for key in (
         *("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"),
         *("precision_micro", "recall_micro"),  # entity-level (NER); absent elsewhere
-        *("agreement_fp32", "quality_below_reference"),  # bf16, int8 and engine cells
+        *("agreement_fp32", "quality_below_reference", "agreement_note"),  # reduced formats
     ):
         row[key] = _get(_section(record, "quality"), key)
     for key in ("peak_host_mb", "peak_device_mb"):
@@ -230,11 +236,29 @@ def _row(path: Path) -> dict[str, Any]:
     version = code_version_of(provenance)
     row["code_version"] = np.nan if version is None else version
     row["precision_math"] = _get(_section(record, "model"), "precision_math")
+    row["model_weights"] = _get(_section(record, "model"), "weights")
+    row.update(_spread_and_steps(timings, _section(provenance, "settings")))
     row.update(_usage(record, row))
     row.update(energy.energy_columns(record))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})
     return row
+
+
+def _spread_and_steps(timings: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The fastest and slowest repetition (a ratio's range comes from them) and the training
+    steps a train cell took (accuracy is compared only between cells of equal steps)."""
+    reps = timings.get("repetitions_s")
+    reps = [float(r) for r in reps if _number(r)] if isinstance(reps, list) else []
+    low = _get(timings, "min_s") if _number(timings.get("min_s")) else min(reps, default=np.nan)
+    high = _get(timings, "max_s") if _number(timings.get("max_s")) else max(reps, default=np.nan)
+    steps, epochs = settings.get("steps_per_epoch"), settings.get("epochs")
+    total = steps * epochs if _number(steps) and _number(epochs) else np.nan
+    return {"min_s": low, "max_s": high, "train_steps": total}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _median(values: Any) -> float:

@@ -25,6 +25,8 @@ COLUMNS = [
     "inprocess_accuracy",
     "accuracy_equal",
     "note",
+    "cell_id",
+    "base_cell_id",
 ]
 
 
@@ -43,7 +45,7 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     infer = df[df["mode"].eq("infer")].copy()
     # A task's `engines` key gives its torch (in-process) cells no axis: they are the base too.
     infer["engine"] = infer["engine"].fillna(BASE_ENGINE)
-    work = _select(infer, [*keys, *pair, "engine", *VALUES])
+    work = _select(infer, [*keys, *pair, "engine", *VALUES, "cell_id"])
     # Each cell against the fp32 in-process cell of its model, whatever its own format.
     group_keys = [k for k in keys if k != "precision"]
     work["_group"] = _group_key(work, [*group_keys, *pair])
@@ -53,8 +55,9 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     work["_crossed"] = base_elsewhere(_group_key(work, group_keys), work["_is_base"])
     work = work[work.groupby("_group")["engine"].transform(lambda e: (e != BASE_ENGINE).any())]
     base = work[work["_is_base"]].drop_duplicates("_group")
-    base = base[["_group", "status", "samples_per_s", "accuracy"]].rename(
+    base = base[["_group", "status", "samples_per_s", "accuracy", "cell_id"]].rename(
         columns={
+            "cell_id": "base_cell_id",
             "status": "_base_status",
             "samples_per_s": "inprocess_samples_per_s",
             "accuracy": "inprocess_accuracy",

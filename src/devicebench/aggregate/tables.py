@@ -10,6 +10,7 @@ import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
+from devicebench.aggregate.quality_gate import quality_reason
 
 LATENCY_MODES = ("infer", "serve")
 
@@ -53,7 +54,8 @@ def not_ok_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
-    """Speedup of every cell over the base device's cell with the same other axes.
+    """Speedup of every cell over the base device's cell with the same other axes: the ratio of
+    their throughputs, each row naming both cells (`cell_id`, `base_cell_id`).
 
     `base` is a device label ("cpu:16t", "cuda") or a plain device name ("cpu"); a plain name
     picks, per comparison group, the row of that device with the most threads, so the baseline
@@ -71,16 +73,19 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
         *extra_axis_columns(df),
     ]
     pair = pairing_columns(df)  # one machine boot and one code version per ratio
-    cols = [*keys, *pair, "device", "threads", "device_label", "status", "median_s", "synthetic"]
+    cols = [*keys, *pair, "device", "threads", "device_label", "status", "median_s"]
+    cols += ["samples_per_s", "cell_id", "synthetic"]
     work = _select(df, cols)
     work["_group"] = _group_key(work, [*keys, *pair])
     is_base = work["device_label"].eq(base) | work["device"].eq(base)
     crossed = base_elsewhere(_group_key(work, keys), is_base)
     bases = _resolve_base(work, base)
     merged = work.merge(bases, on="_group", how="left")
-    ok = merged["status"].eq("ok") & (merged["median_s"] > 0)
-    base_ok = merged["base_status"].eq("ok") & (merged["base_median_s"] > 0)
-    merged["speedup"] = np.where(ok & base_ok, merged["base_median_s"] / merged["median_s"], np.nan)
+    ok = merged["status"].eq("ok") & (merged["samples_per_s"] > 0)
+    base_ok = merged["base_status"].eq("ok") & (merged["base_samples_per_s"] > 0)
+    # throughput over throughput: a CPU repetition may hold fewer steps than a GPU one
+    ratio = merged["samples_per_s"] / merged["base_samples_per_s"]
+    merged["speedup"] = np.where(ok & base_ok, ratio, np.nan)
     crossed = crossed.to_numpy() & merged["base_label"].isna().to_numpy()
     merged["note"] = np.where(
         ~merged["status"].eq("ok"),
@@ -91,11 +96,13 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
         *keys,
         "device_label",
         "status",
-        "median_s",
+        "samples_per_s",
         "base_label",
         "base_status",
-        "base_median_s",
+        "base_samples_per_s",
         "speedup",
+        "cell_id",
+        "base_cell_id",
         "note",
         "synthetic",
         *pair,
@@ -107,29 +114,38 @@ def speedup_table(df: pd.DataFrame, base: str) -> pd.DataFrame:
 def quality_table(df: pd.DataFrame) -> pd.DataFrame:
     """Held-out quality of training and converge cells, with the spread across devices.
 
-    Quality must agree across hardware, but only a model trained to a target says anything
-    (after 20 steps every device is at chance, or apart by chance): `accuracy_spread` (max - min
-    over cells that differ only in device) is taken over converge cells that reached their target.
+    Quality must agree across hardware, but only where it means something: `accuracy_spread`
+    (max - min over cells that differ only in device) is taken over converge cells that reached
+    their target and over train cells whose quality is not n/a (quality_na: synthetic data,
+    random weights) and that trained the same number of steps (train_steps), since a CPU cell
+    given fewer steps than a GPU cell is apart by its training budget, not its device.
     """
     extras = extra_axis_columns(df)
     group = ["task", "model", "framework", "precision", "batch_size", *extras]
     keys = ["mode", *group[:4], "device_label", "batch_size", *extras]
     values = ["status", "accuracy", "f1_macro", "f1_micro", "loss", "synthetic", "dataset"]
+    values += ["quality_na", "train_steps"]
     values += ["converged", "target_metric", "target_value", "time_to_target_s"]
+    if "quality_na" not in df and len(
+        df
+    ):  # the collected frame, before the analysis stage marked it
+        df = df.assign(quality_na=df.apply(quality_reason, axis=1).replace("", np.nan))
     out = _select(df, [*keys, *values])
     out = out[out["mode"].isin(["train", "converge"])]
     if out.empty:
         out["accuracy_spread"] = pd.Series(dtype="float64")
         return out.reset_index(drop=True)
-    gkey = _group_key(out, ["mode", *group])
+    gkey = _group_key(out, ["mode", "train_steps", *group])
     converged = out["converged"].astype("boolean").fillna(False).astype(bool)
-    compared = out["status"].eq("ok") & out["mode"].eq("converge") & converged
+    trained = out["mode"].eq("train") & out["quality_na"].isna() & out["accuracy"].notna()
+    compared = out["status"].eq("ok") & ((out["mode"].eq("converge") & converged) | trained)
     metric = out["target_metric"].where(compared)
     acc = out["accuracy"].where(compared)
     if "f1_micro" in out:  # a converge cell is compared on the metric it was trained to
         acc = acc.where(metric.ne("f1_micro"), out["f1_micro"])
     spread = acc.groupby(gkey).transform("max") - acc.groupby(gkey).transform("min")
-    out["accuracy_spread"] = spread.where(compared)
+    devices = out["device_label"].where(compared).groupby(gkey).transform("nunique")
+    out["accuracy_spread"] = spread.where(compared & devices.gt(1))
     return _sorted(out, keys)
 
 
@@ -145,6 +161,8 @@ def _resolve_base(work: pd.DataFrame, base: str) -> pd.DataFrame:
             "base_label": chosen["device_label"].to_numpy(),
             "base_status": chosen["status"].to_numpy(),
             "base_median_s": chosen["median_s"].astype("float64").to_numpy(),
+            "base_samples_per_s": pd.to_numeric(chosen["samples_per_s"]).to_numpy("float64"),
+            "base_cell_id": _select(chosen, ["cell_id"])["cell_id"].to_numpy(),
         }
     )
 

@@ -49,10 +49,11 @@ def _hourly(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, tuple[floa
         return {}
     gpus = _gpu_count(cells)
     names = cells["gpu_name"] if "gpu_name" in cells else pd.Series(np.nan, index=cells.index)
-    return {
-        str(cid): (price_per_hour(d, t, g, prices) * n, n)
-        for cid, d, t, g, n in zip(
-            cells["cell_id"], cells["device"], cells["threads"], names, gpus, strict=True
+    copies = cells["copies"] if "copies" in cells else pd.Series(1, index=cells.index)
+    return {  # a packed cell (copies) is priced for all its copies' vCPUs
+        str(cid): (price_per_hour(d, t, g, prices, c) * n, n)
+        for cid, d, t, g, c, n in zip(
+            cells["cell_id"], cells["device"], cells["threads"], names, copies, gpus, strict=True
         )
     }
 

@@ -1,0 +1,75 @@
+"""Quality only where it means something: which cells' accuracy, F1 and agreement say anything.
+
+A model trained a few steps on synthetic data, or scored with random weights, is at chance or a
+constant predictor: its accuracy is not a property of the device, and a reduced format that
+"agrees" with a constant fp32 reference has shown nothing. Such cells read "n/a" with the reason
+(`quality_na`); their figures are blanked so no table shows them. Converge cells (trained to a
+target on real or learnable data) keep theirs. Where a reduced-format or engine cell carried an
+agreement check, `quality_check` says what it came to: "agrees", "below reference",
+"unverified: ..." (the fp32 reference predicts one class) or "n/a: ...".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+QUALITY_COLUMNS = (
+    "accuracy",
+    "f1_macro",
+    "f1_micro",
+    "precision_micro",
+    "recall_micro",
+    "perplexity",
+    "agreement_fp32",
+)
+SYNTHETIC = "synthetic data"
+RANDOM = "random weights (an untrained model)"
+CONSTANT = "unverified: the fp32 reference predicts one class"
+
+
+def quality_reason(row: pd.Series) -> str:
+    """Why a cell's quality figures cannot mean anything, or "" where they can."""
+    mode = str(row.get("mode"))
+    if mode == "converge":
+        return ""
+    if _true(row.get("synthetic")):
+        return SYNTHETIC
+    if mode in ("infer", "serve") and str(row.get("model_weights")) == "random":
+        return RANDOM
+    return ""
+
+
+def mark_quality(cells: pd.DataFrame) -> pd.DataFrame:
+    """cells with `quality_na` and `quality_check`, and the figures of n/a cells blanked."""
+    df = cells.copy()
+    reasons = df.apply(quality_reason, axis=1) if len(df) else pd.Series(dtype="str")
+    df["quality_na"] = reasons.replace("", np.nan).astype("object")
+    checked = _column(df, "agreement_fp32").notna()
+    constant = _column(df, "agreement_note").notna()
+    below = _column(df, "quality_below_reference").astype("boolean").fillna(False).astype(bool)
+    check = np.where(below, "below reference", "agrees")
+    check = np.where(constant, CONSTANT, check)
+    check = np.where(reasons.ne(""), "n/a: " + reasons.astype(str), check)
+    df["quality_check"] = pd.Series(check, index=df.index).where(checked).astype("object")
+    na = reasons.ne("")
+    for column in QUALITY_COLUMNS:
+        if column in df:
+            df[column] = df[column].where(~na)
+    if "quality_below_reference" in df:  # only a verified check excludes a cell
+        verified = df["quality_check"].isin(["agrees", "below reference"])
+        df["quality_below_reference"] = df["quality_below_reference"].where(verified)
+    return df
+
+
+def unverified(check: object) -> bool:
+    """Whether an agreement check was made but can vouch for nothing (n/a or unverified)."""
+    return isinstance(check, str) and check.startswith(("n/a", "unverified"))
+
+
+def _column(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(np.nan, index=df.index)
+
+
+def _true(value: object) -> bool:
+    return value is True or (isinstance(value, np.bool_ | bool) and bool(value))
