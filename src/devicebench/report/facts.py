@@ -23,18 +23,27 @@ def cpu_name(model: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"\((R|TM|tm|r)\)", "", model)).strip()
 
 
+def _ok_on(cells: pd.DataFrame, device: str) -> pd.DataFrame:
+    if "device" not in cells:
+        return cells.iloc[0:0]
+    mine = cells[cells["device"].astype(str).eq(device)]
+    return mine[mine["status"].astype(str).eq("ok")] if "status" in mine else mine
+
+
 def machines(cells: pd.DataFrame) -> str:
-    """'NVIDIA H100 80GB HBM3 and its host CPU, Intel Xeon Processor with 16 vCPUs'."""
-    cpus = [cpu_name(m) for m in _distinct(cells, "cpu_model")] or ["an unnamed CPU"]
-    cores = [integer(c) for c in _distinct(cells, "cpu_cores")]
+    """'GPU: NVIDIA H100 80GB HBM3; CPU: Intel Xeon Processor with 16 vCPUs (the GPU's host)'."""
+    cpu_cells, gpu_cells = _ok_on(cells, "cpu"), _ok_on(cells, "cuda")
+    cpus = [cpu_name(m) for m in _distinct(cpu_cells, "cpu_model")] or ["an unnamed CPU"]
+    cores = [integer(c) for c in _distinct(cpu_cells, "cpu_cores")]
     vcpus = "/".join(str(c) for c in sorted({c for c in cores if c}))
     cpu = " / ".join(cpus) + (f" with {vcpus} vCPUs" if vcpus else "")
-    gpu_cells = cells[cells["device"].astype(str).eq("cuda")] if "device" in cells else cells
-    ok = gpu_cells[gpu_cells["status"].astype(str).eq("ok")] if "status" in gpu_cells else gpu_cells
-    gpus = _distinct(ok, "gpu_name")
+    gpus = " / ".join(_distinct(gpu_cells, "gpu_name"))
+    if cpu_cells.empty:
+        return f"GPU: {gpus}; no CPU cell ran" if gpus else "no cell ran ok"
     if not gpus:
         return f"CPU: {cpu}; no GPU cell ran"
-    return f"GPU: {' / '.join(gpus)}; CPU: {cpu} (the GPU host's own CPU)"
+    shared = set(_distinct(cpu_cells, "boot_id")) & set(_distinct(gpu_cells, "boot_id"))
+    return f"GPU: {gpus}; CPU: {cpu}" + (" (the GPU machine's own CPU)" if shared else "")
 
 
 def dates(cells: pd.DataFrame) -> str:
@@ -53,7 +62,9 @@ def data_kind(cells: pd.DataFrame) -> str:
     if synthetic == n:
         data = "synthetic data at the real data sets' shapes"
     elif synthetic:
-        data = f"synthetic data in {synthetic:,} of {n:,} cells (the rest on real files)"
+        real = cells[~cells["synthetic"].eq(True)]
+        names = ", ".join(_distinct(real, "dataset")) or "real"
+        data = f"synthetic data in {synthetic:,} of {n:,} cells (the rest on {names} files)"
     else:
         data = "real data"
     if weights and set(weights) != {"random"}:
