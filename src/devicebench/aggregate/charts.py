@@ -55,8 +55,7 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
     if "noisy" in plotted:  # a noisy cell (CoV above noise_cov) gets a cross over its point
         line = alt.layer(
             line,
-            alt.Chart()
-            .transform_filter(alt.datum.noisy == "noisy")
+            alt.Chart()  # every point, transparent unless noisy: no panel is left empty
             .mark_point(size=90, shape="cross", color="black")
             .encode(x=x, y="median_s:Q", detail="series:N", tooltip=tooltip)
             .encode(**_noisy_key()),
@@ -146,6 +145,9 @@ def save_chart(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
     return [html, png]
 
 
+MAX_HEIGHT = 1800  # px: a chart a person reads is at most about 2,000 px tall
+
+
 def _bars(
     plotted: pd.DataFrame,
     value: str,
@@ -169,18 +171,26 @@ def _bars(
         floor = 10 ** math.floor(math.log10(pd.to_numeric(plotted[value]).min()))
         start = {"x2": alt.datum(floor)}
         axis_title = f"{axis_title} (log scale)"
+    rows = int(plotted.groupby("task")["cell"].nunique().sum()) if "task" in plotted else 1
+    step = max(6.0, min(20.0, MAX_HEIGHT / max(rows, 1)))  # px per cell: the chart stays short
+    label_size = min(11.0, step)
     chart = (
         alt.Chart(_data(plotted, ["cell", value]))
         .mark_bar()
         .encode(
             **start,
             x=alt.X(f"{value}:Q", scale=scale, title=axis_title),
-            y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
+            y=alt.Y(
+                "cell:N",
+                title=None,
+                sort=None,
+                axis=alt.Axis(labelLimit=360, labelFontSize=label_size),
+            ),
             yOffset=alt.YOffset("device_label:N"),
             color=alt.Color("device_label:N", title="device"),
             tooltip=_tooltip(plotted, [value]),
         )
-        .properties(width=420)
+        .properties(width=420, height=alt.Step(step, **{"for": "position"}))
         .facet(row=alt.Row("task:N", title=None))
         .resolve_scale(y="independent", x="independent")
     )
@@ -311,10 +321,10 @@ def _noisy_key() -> dict[str, Any]:
     """The noisy marker's legend: a cross means CoV above noise_cov."""
     return {
         "opacity": alt.Opacity(
-            "noisy:N",
+            "noisy:O",
             title="CoV flag",
-            scale=alt.Scale(domain=["noisy"], range=[1]),
-            legend=alt.Legend(symbolType="cross"),
+            scale=alt.Scale(domain=["noisy", "steady"], range=[1, 0]),
+            legend=alt.Legend(symbolType="cross", values=["noisy"]),
         )
     }
 

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from devicebench.report.verdict import is_even, verdict_rows
-from devicebench.report.words import integer, lead, missing, plural, ratio
+from devicebench.report.words import integer, missing, plural, span
 
 BOUND_COLUMNS = ("p99_bound_ms", "latency_bound_ms", "slo_p99_ms", "bound_ms")
 BUSY = 50.0  # a GPU pick under this mean utilisation (%) left most of the GPU idle
@@ -157,14 +157,7 @@ def verdict_words(rows: pd.DataFrame) -> str:
 
 def range_words(rows: pd.DataFrame) -> str:
     """'GPU 5.4x to 87x cheaper', 'CPU 1.7x to GPU 17x cheaper', 'GPU 2.2x cheaper'."""
-    low, high = ratio_span(rows)
-    if lead(low) == lead(high):
-        return f"{lead(low)} cheaper"
-    if low >= 1:
-        return f"GPU {ratio(low)} to {ratio(high)} cheaper"
-    if high < 1:
-        return f"CPU {ratio(1 / high)} to {ratio(1 / low)} cheaper"
-    return f"{lead(low)} to {lead(high)} cheaper"
+    return f"{span(*ratio_span(rows))} cheaper"
 
 
 def _cell(cells: dict[str, dict[str, Any]], cell_id: Any) -> dict[str, Any]:

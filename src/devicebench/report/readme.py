@@ -52,8 +52,7 @@ def study_answer(repo: Path, folder: Path, prices: dict[str, Any]) -> tuple[list
     facts = study_facts(cells, prices)
     base = folder.as_posix()
     lines = [
-        f"- **Measured** {facts['measured']}: [`{base}`]({base}/README.md), "
-        f"{len(cells):,} cells.",
+        f"- **Measured** {facts['measured']}: [`{base}`]({base}/README.md), {len(cells):,} cells.",
         f"- **Machines** {facts['machines']}.",
         f"- **Data** {facts['data']}.",
         f"- **Priced** {facts['priced']}.",

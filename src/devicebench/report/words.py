@@ -178,3 +178,14 @@ def ratio(value: float) -> str:
 def lead(cost_ratio: float) -> str:
     """CPU cost over GPU cost as who is cheaper by how much: 'GPU 87x', 'CPU 1.7x'."""
     return f"GPU {ratio(cost_ratio)}" if cost_ratio >= 1 else f"CPU {ratio(1 / cost_ratio)}"
+
+
+def span(low: float, high: float) -> str:
+    """A range of CPU-over-GPU cost ratios in words: 'GPU 5.4x to 87x', 'CPU 1.7x to GPU 17x'."""
+    if lead(low) == lead(high):
+        return lead(low)
+    if low >= 1:
+        return f"GPU {ratio(low)} to {ratio(high)}"
+    if high < 1:
+        return f"CPU {ratio(1 / high)} to {ratio(1 / low)}"
+    return f"{lead(low)} to {lead(high)}"
