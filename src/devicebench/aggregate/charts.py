@@ -57,7 +57,7 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
             line,
             alt.Chart()  # every point, transparent unless noisy: no panel is left empty
             .mark_point(size=90, shape="cross", color="black")
-            .encode(x=x, y="median_s:Q", detail="series:N", tooltip=tooltip)
+            .encode(x=x, y="median_s:Q", detail=["series:N", "device_label:N"], tooltip=tooltip)
             .encode(**_noisy_key()),
         )
     bars = (
