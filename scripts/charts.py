@@ -47,6 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Path("results/charts"),
         help="output folder (default: %(default)s)",
     )
+    parser.add_argument(
+        "--skip-empty",
+        action="store_true",
+        help="write no file for a chart with nothing to draw, and remove an old one "
+        "(for published studies; the workflow keeps a placeholder)",
+    )
     return parser.parse_args(argv)
 
 
@@ -79,7 +85,7 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    written = write_all_charts(load_tables(args), args.out)
+    written = write_all_charts(load_tables(args), args.out, skip_empty=args.skip_empty)
     print(f"{len(written)} chart files -> {args.out}", file=sys.stderr)
     return 0
 

@@ -67,8 +67,7 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
         .transform_filter(alt.datum.iqr_lo > 0)
         .encode(color=color, detail="series:N")
     )
-    chart = alt.layer(line, bars, data=data).properties(width=360, height=220)
-    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    chart = panels(alt.layer(line, bars, data=data), plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -97,8 +96,7 @@ def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
         )
     )
     one = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(1))
-    chart = alt.layer(line, one, data=data).properties(width=360, height=220)
-    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    chart = panels(alt.layer(line, one, data=data), plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -172,7 +170,8 @@ def _bars(
         start = {"x2": alt.datum(floor)}
         axis_title = f"{axis_title} (log scale)"
     rows = int(plotted.groupby("task")["cell"].nunique().sum()) if "task" in plotted else 1
-    step = max(6.0, min(20.0, MAX_HEIGHT / max(rows, 1)))  # px per cell: the chart stays short
+    panels_px = 60 * (int(plotted["task"].nunique()) if "task" in plotted else 1)  # axis, gap
+    step = max(6.0, min(20.0, (MAX_HEIGHT - panels_px) / max(rows, 1)))  # px per cell
     label_size = min(11.0, step)
     chart = (
         alt.Chart(_data(plotted, ["cell", value]))
@@ -195,6 +194,18 @@ def _bars(
         .resolve_scale(y="independent", x="independent")
     )
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def panels(chart: alt.TopLevelMixin, plotted: pd.DataFrame) -> alt.TopLevelMixin:
+    """A panel per task and mode, wrapped in rows of two or three so that even the study-wide
+    chart stays under about 2,000 px tall."""
+    count = int(plotted["panel"].nunique())
+    columns = 2 if count <= 4 else 3
+    rows = -(-count // columns)
+    height = int(max(120, min(220, MAX_HEIGHT / rows - 50)))
+    chart = chart.properties(width=320 if columns == 3 else 360, height=height)
+    wrapped = chart.facet(facet=alt.Facet("panel:N", title=None), columns=columns)
+    return wrapped.resolve_scale(y="independent")
 
 
 def _batch_axis(df: pd.DataFrame) -> alt.X:
@@ -288,6 +299,7 @@ def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Seri
 
 
 SERIES_AXES = ("model", "framework", "precision")
+MAX_SERIES = 8  # dashes a legend can name and a reader can tell apart
 
 
 def _series_columns(df: pd.DataFrame) -> list[str]:
@@ -311,8 +323,8 @@ def _series_title(df: pd.DataFrame) -> str:
 def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
     """Dash by series, with one legend naming the varying axes (a second encoding of the same
     field, e.g. shape, would draw a second legend of the same names)."""
-    if not _series_columns(df):
-        return {}
+    if not _series_columns(df) or _series(df).nunique() > MAX_SERIES:
+        return {}  # too many to tell apart by dash: each line is still its own (detail)
     legend = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
     return {"strokeDash": alt.StrokeDash("series:N", title=_series_title(df), legend=legend)}
 

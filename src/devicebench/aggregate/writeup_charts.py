@@ -69,10 +69,8 @@ def _vs_batch(df: pd.DataFrame, value: str, y_title: str, title: str) -> alt.Top
             tooltip=_tooltip(plotted, [value, *[c for c in extra if c != "noisy"]]),
             **_series_dash(plotted),
         )
-        .properties(width=360, height=220)
-        .facet(row=alt.Row("panel:N", title=None))
-        .resolve_scale(y="independent")
     )
+    chart = base.panels(chart, plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -221,11 +219,19 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
     }
 
 
-def write_all_charts(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Every chart as offline HTML and PNG under `out_dir`."""
+def write_all_charts(
+    tables: dict[str, pd.DataFrame], out_dir: Path, skip_empty: bool = False
+) -> list[Path]:
+    """Every chart as offline HTML and PNG under `out_dir`. With `skip_empty` (a published
+    study) a chart with nothing to draw is not written, and an earlier file of it is removed;
+    the workflow's rule keeps a placeholder, since it promises every chart file."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for name, chart in all_charts(tables).items():
+        if skip_empty and base.is_empty(chart):
+            for stale in (out_dir / f"{name}.html", out_dir / f"{name}.png"):
+                stale.unlink(missing_ok=True)
+            continue
         written.extend(save_chart(chart, out_dir / name))
     return written
