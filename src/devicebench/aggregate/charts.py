@@ -111,8 +111,19 @@ def accuracy_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
     """Held-out accuracy of every training cell: it should agree across devices."""
     train = cells[cells["mode"].eq("train")] if "mode" in cells else cells.iloc[0:0]
     plotted, subtitle = _split(train, "accuracy")
-    title = _title("Held-out accuracy per training cell", plotted)
-    return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True)
+    title = _title("Held-out accuracy per training cell (dashed: chance)", plotted)
+    return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True, chance=True)
+
+
+def chance_accuracy(task: str) -> float | None:
+    """The accuracy of guessing, 1 / classes, from the workload's spec (None if unknown)."""
+    from devicebench.workloads import get
+
+    try:
+        classes = get(task).spec.num_classes
+    except KeyError:
+        return None
+    return 1.0 / classes if classes and classes > 1 else None
 
 
 def write_charts(cells: pd.DataFrame, speedup: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -153,8 +164,10 @@ def _bars(
     title: str,
     subtitle: list[str],
     unit_range: bool,
+    chance: bool = False,
 ) -> alt.TopLevelMixin:
-    """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device.
+    """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device;
+    with `chance`, a dashed line at each task's chance accuracy.
 
     Log scales where the values span more than 10x (else the small bars vanish), independent
     per task panel.
@@ -173,8 +186,11 @@ def _bars(
     panels_px = 60 * (int(plotted["task"].nunique()) if "task" in plotted else 1)  # axis, gap
     step = max(6.0, min(20.0, (MAX_HEIGHT - panels_px) / max(rows, 1)))  # px per cell
     label_size = min(11.0, step)
-    chart = (
-        alt.Chart(_data(plotted, ["cell", value]))
+    offset_step = step / max(1, int(plotted["device_label"].nunique()))  # a bar per device
+    if chance:
+        plotted = plotted.assign(chance=plotted["task"].astype(str).map(chance_accuracy))
+    bars = (
+        alt.Chart()
         .mark_bar()
         .encode(
             **start,
@@ -189,7 +205,17 @@ def _bars(
             color=alt.Color("device_label:N", title="device"),
             tooltip=_tooltip(plotted, [value]),
         )
-        .properties(width=420, height=alt.Step(step, **{"for": "position"}))
+    )
+    data = _data(plotted, ["cell", value, *(["chance"] if chance else [])])
+    if chance and plotted["chance"].notna().any():
+        line = alt.Chart().mark_rule(strokeDash=[4, 3], color="black")
+        line = line.encode(x=alt.X("mean(chance):Q"), tooltip=["mean(chance):Q"])
+        drawn = alt.layer(bars, line, data=data)
+    else:
+        bars.data = data
+        drawn = bars
+    chart = (
+        drawn.properties(width=420, height=alt.Step(offset_step))
         .facet(row=alt.Row("task:N", title=None))
         .resolve_scale(y="independent", x="independent")
     )
