@@ -86,6 +86,10 @@ def test_closed_loop_serving_is_not_serving_at_a_bound_but_a_bounded_row_is():
     )
     bounded = pd.DataFrame([row("serve_image", "serve", 1.5, p99_bound_ms=100.0)])
     assert answer(bounded, cells_for(bounded))[3].verdict == "GPU cheaper"
+    searched = pd.DataFrame([row("serve_text", "serve", 0.5, cpu_max_valid_qps=40.0)])
+    assert answer(searched, cells_for(searched))[3].verdict == "CPU cheaper"
+    breakeven = pd.DataFrame([row("serve_text", "serve", 0.5, breakeven_gpu_usd_per_hour=2.0)])
+    assert answer(breakeven, cells_for(breakeven))[3].verdict.startswith("not measured: ")
 
 
 def test_generation_rows_answer_the_llm_class():

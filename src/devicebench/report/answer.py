@@ -12,6 +12,7 @@ latency bound on serve rows, and quality notes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from devicebench.report.verdict import is_even, verdict_rows
 from devicebench.report.words import integer, missing, plural, span
 
 BOUND_COLUMNS = ("p99_bound_ms", "latency_bound_ms", "slo_p99_ms", "bound_ms")
+BOUND_WORDS = re.compile(r"(^|_)(slo|bound_ms|p99_bound|max_valid_qps)")
 BUSY = 50.0  # a GPU pick under this mean utilisation (%) left most of the GPU idle
 
 
@@ -37,7 +39,10 @@ def is_transformer(task: str) -> bool:
 
 
 def has_bound(row: pd.Series) -> bool:
-    return any(not missing(row.get(c)) for c in BOUND_COLUMNS)
+    """Whether a serve row was judged at a latency bound: a bound or a highest valid rate
+    under one, in any column the serving aggregate names so."""
+    columns = [c for c in row.index if c in BOUND_COLUMNS or BOUND_WORDS.search(str(c))]
+    return any(not missing(row.get(c)) for c in columns)
 
 
 def _mode(row: pd.Series) -> str:
@@ -82,7 +87,7 @@ CLASSES = (
     WorkloadClass(
         "llm_generation",
         "LLM generation",
-        lambda r: _mode(r) == "generate",
+        lambda r: _mode(r) == "generate" or "llm" in str(r["task"]),
         "no language-model generation cell has run yet",
     ),
 )
