@@ -174,3 +174,21 @@ def test_money_ratios_and_column_names_in_words():
     assert column_name("device_label") == "device" and column_name("cpu_util_peak") == (
         "cpu util peak"
     )
+
+
+def test_without_a_verdict_table_or_a_second_device_nothing_is_claimed():
+    assert {a.verdict for a in answer(None, pd.DataFrame())} == {
+        "not measured: these tables have no verdict table (tables/best.csv)"
+    }
+    best = pd.DataFrame(
+        [
+            row(t, "train", 1.0)
+            for t in ("mnist_mlp", "mnist_cnn", "cifar10_cnn", "imdb_bilstm", "textgen_lstm")
+        ]
+    )
+    best = best.assign(gpu_samples_per_s=None, gpu_usd_per_million=None, cost_ratio=None)
+    small = answer(best, cells_for(best))[1]
+    assert small.verdict == (
+        "not measured: only the CPU ran (cifar10_cnn train, imdb_bilstm train, mnist_cnn train "
+        "and 2 more)"
+    )

@@ -224,7 +224,14 @@ def one_side(rows: pd.DataFrame) -> str:
     has = {s: rows[f"{s}_samples_per_s"].notna().any() for s in ("cpu", "gpu")}
     ran = [s.upper() for s, yes in has.items() if yes]
     what = f"only the {ran[0]} ran" if len(ran) == 1 else "no workload ran on both devices"
-    return f"not measured: {what} ({', '.join(rows['label'])})"
+    return f"not measured: {what} ({listed(rows['label'])})"
+
+
+def listed(labels: pd.Series, most: int = 3) -> str:
+    """'a, b, c and 4 more': a list short enough for one line of the answer."""
+    names = [str(n) for n in labels]
+    shown = ", ".join(names[:most])
+    return f"{shown} and {len(names) - most} more" if len(names) > most else shown
 
 
 def _closed_loop(rows: pd.DataFrame, serving: pd.DataFrame) -> str:
@@ -243,7 +250,10 @@ def answer(
     best: pd.DataFrame | None, cells: pd.DataFrame, serving: pd.DataFrame | None = None
 ) -> list[ClassAnswer]:
     """The five lines of the answer, in CLASSES order."""
-    rows = verdict_rows(best) if best is not None else pd.DataFrame()
+    if best is None:  # tables from before best.csv: nothing is paired, whatever ran
+        why = "not measured: these tables have no verdict table (tables/best.csv)"
+        return [ClassAnswer(k.key, k.title, pd.DataFrame(), why, "—") for k in CLASSES]
+    rows = verdict_rows(best)
     by_id = {str(c["cell_id"]): c for c in cells.to_dict("records")} if "cell_id" in cells else {}
     serving = serving if serving is not None else pd.DataFrame()
     out = []
