@@ -10,7 +10,7 @@ import pandas as pd
 
 from devicebench.report.answer import CLASSES, answer, call, row_ranges
 from devicebench.report.verdict import BEST_COLUMNS
-from devicebench.report.words import column_name, configuration, lead, money
+from devicebench.report.words import applicable, column_name, configuration, lead, money
 
 
 def row(task, mode, ratio, **extra):
@@ -192,3 +192,18 @@ def test_without_a_verdict_table_or_a_second_device_nothing_is_claimed():
         "not measured: only the CPU ran (cifar10_cnn train, imdb_bilstm train, mnist_cnn train "
         "and 2 more)"
     )
+
+
+def test_a_table_shows_no_axis_where_it_does_not_apply():
+    table = pd.DataFrame(
+        {
+            "device_label": ["cpu:16t", "cuda", "cpu:16t"],
+            "framework": ["torch", "torch", "torch"],
+            "engine": [None, None, "openvino"],
+            "lstm_kernel": ["cudnn", "cudnn", "cudnn"],
+        }
+    )
+    shown = applicable(table)
+    assert shown["lstm_kernel"].tolist() == [None, "cudnn", None]
+    assert shown["framework"].tolist() == ["torch", "torch", "OpenVINO"]
+    assert "engine" not in shown

@@ -24,7 +24,7 @@ from devicebench.report.facts import study_facts
 from devicebench.report.first_screen import answer_html, class_sections
 from devicebench.report.verdict import lead, number, reprice, verdict_rows
 from devicebench.report.verdict_section import verdict_html
-from devicebench.report.words import column_name, configurations, missing, money
+from devicebench.report.words import applicable, column_name, configurations, missing, money
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
 QUESTION = (
@@ -112,7 +112,7 @@ def table_html(df: pd.DataFrame, flags: dict[str, str] | None = None) -> str:
     (a cell's cost per million samples, not per repetition); truthy `flags` columns get a ⚠."""
     if df.empty:
         return '<p class="note">(no rows)</p>'
-    shown = df.drop(columns=[c for c in DROPPED if c in df])
+    shown = applicable(df.drop(columns=[c for c in DROPPED if c in df]))
     if "samples_per_usd" in shown:
         per_million = 1e6 / pd.to_numeric(shown["samples_per_usd"])
         shown = shown.drop(columns="samples_per_usd").assign(usd_per_million=per_million)

@@ -189,3 +189,18 @@ def span(low: float, high: float) -> str:
     if high < 1:
         return f"CPU {ratio(1 / high)} to {ratio(1 / low)}"
     return f"{lead(low)} to {lead(high)}"
+
+
+def applicable(df: pd.DataFrame) -> pd.DataFrame:
+    """A table without axes that do not apply to a row: no LSTM kernel on a CPU row (cuDNN
+    runs on GPUs only), and an engine that replaced the framework named in its place."""
+    out = df.copy()
+    device = out["device_label"] if "device_label" in out else out.get("device")
+    if "lstm_kernel" in out and device is not None:
+        on_cpu = device.astype(str).str.startswith("cpu")
+        out["lstm_kernel"] = out["lstm_kernel"].astype("object").where(~on_cpu, None)
+    if "engine" in out and "framework" in out:
+        engine = out["engine"].astype("object").map(lambda e: ENGINES.get(str(e)))
+        out["framework"] = engine.where(engine.notna(), out["framework"].astype("object"))
+        out = out.drop(columns="engine")
+    return out
