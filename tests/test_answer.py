@@ -207,3 +207,11 @@ def test_a_table_shows_no_axis_where_it_does_not_apply():
     assert shown["lstm_kernel"].tolist() == [None, "cudnn", None]
     assert shown["framework"].tolist() == ["torch", "torch", "OpenVINO"]
     assert "engine" not in shown
+
+
+def test_a_serve_cell_on_one_device_only_says_which_ran():
+    best = pd.DataFrame([row("serve_image", "serve", 1.0)])
+    best = best.assign(gpu_samples_per_s=None, gpu_usd_per_million=None, cost_ratio=None)
+    assert answer(best, cells_for(best))[3].verdict == (
+        "not measured: only the CPU ran (serve_image serve)"
+    )

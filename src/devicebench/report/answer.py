@@ -265,9 +265,12 @@ def answer(
             if not mine.empty:
                 why = one_side(mine)
             elif kind.key == "serving_bound" and not rows.empty:
-                serve = rows[rows["mode"].astype(str).eq("serve") & rows["cost_ratio"].notna()]
-                if not serve.empty:
-                    why = _closed_loop(serve, serving)
+                serve = rows[rows["mode"].astype(str).eq("serve")]
+                paired_serve = serve[serve["cost_ratio"].notna()]
+                if not paired_serve.empty:
+                    why = _closed_loop(paired_serve, serving)
+                elif not serve.empty:
+                    why = one_side(serve)
             verdict = why if why.startswith("not measured") else f"not measured: {why}"
             out.append(ClassAnswer(kind.key, kind.title, mine, verdict, "—"))
             continue
