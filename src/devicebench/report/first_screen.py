@@ -137,4 +137,4 @@ def class_sections(
         "configuration on one machine in one code version; cheaper, by = the dearer cost per "
         f"sample over the cheaper ({legend}).</p>"
     )
-    return note + "\n".join(out)
+    return (note if any(a.measured for a in answers) else "") + "\n".join(out)
