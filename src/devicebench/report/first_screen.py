@@ -134,7 +134,7 @@ def class_sections(
     legend = ", ".join(f"{w}" for w in CALL_WORDS.values())
     note = (
         "<p class='note'>Each row: a workload and mode, each device at its cheapest measured "
-        "configuration on one machine in one code version; cheaper, by = the dearer cost per "
+        "configuration, paired as tables/best.csv pairs them; cheaper, by = the dearer cost per "
         f"sample over the cheaper ({legend}).</p>"
     )
     return (note if any(a.measured for a in answers) else "") + "\n".join(out)
