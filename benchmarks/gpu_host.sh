@@ -13,7 +13,7 @@
 # DEVICEBENCH_WHOLE=1 runs each named block whole: the records an earlier call left of it on this
 # host are removed first (a block cut off is run again whole, not finished in parts).
 # The host needs Python with torch; what it lacks (snakemake's closure, jsonschema, keras) travels
-# as wheels in .whl (README, Results). Cells whose records already lie under results/cells (carried
+# as wheels in .whl (docs/gpu-hosts.md). Cells whose records already lie under results/cells (carried
 # from an earlier slice) are not run again; the rest run one at a time until BUDGET_S, when
 # snakemake is interrupted and cleans up the cell it was running. The records, cell logs and the
 # snakemake log are packed into OUTDIR/records-<time>.tgz; run it again to resume. Tables, charts

@@ -47,6 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Path("results/charts"),
         help="output folder (default: %(default)s)",
     )
+    parser.add_argument(
+        "--skip-empty",
+        action="store_true",
+        help="write no file for a chart with nothing to draw, and remove an old one "
+        "(for published studies; the workflow keeps a placeholder)",
+    )
     return parser.parse_args(argv)
 
 
@@ -80,7 +86,7 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        written = write_all_charts(load_tables(args), args.out)
+        written = write_all_charts(load_tables(args), args.out, skip_empty=args.skip_empty)
     except OSError as error:  # a full disk: one line naming what could not be written
         where = error.filename or args.out
         print(f"error: cannot write charts ({where}): {error.strerror or error}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Write the README's Results block from the published studies' tables.
+"""Write the README's answer block from the published studies' tables.
 
     python scripts/readme_results.py            # rewrite the block (and the verdict charts)
     python scripts/readme_results.py --check    # exit 1 if the README block is not what it makes
@@ -20,17 +20,22 @@ from devicebench.report.readme import replace_block, results_block  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-def draw_decision_charts(charts: list[tuple[Path, Path]]) -> None:
-    """Each study's decision chart as PNG, from its best.csv at the example prices."""
+def draw_verdict_charts(charts: list[tuple[Path, Path]]) -> None:
+    """The answer study's verdict chart (by workload class, with ranges) as PNG."""
     from devicebench.aggregate.analysis import load_prices
     from devicebench.aggregate.collect import read_table
-    from devicebench.report.decision import decision_chart
-    from devicebench.report.verdict import load_best, reprice
+    from devicebench.report.answer import answer, row_ranges
+    from devicebench.report.decision import class_chart
+    from devicebench.report.verdict import load_best, reprice, verdict_rows
 
     prices = load_prices(REPO / "config" / "prices.yaml")
     for tables, png in charts:
-        best = reprice(load_best(tables), read_table(tables / "cells.csv"), prices)
-        chart = decision_chart(best)
+        cells = read_table(tables / "cells.csv")
+        best = reprice(load_best(tables), cells, prices)
+        serving = tables / "serving.csv"
+        answers = answer(best, cells, read_table(serving) if serving.exists() else None)
+        rows = verdict_rows(best)
+        chart = class_chart(answers, row_ranges(rows[rows["cost_ratio"].notna()], cells))
         if chart is not None:
             png.parent.mkdir(parents=True, exist_ok=True)
             chart.save(png, scale_factor=1)
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.readme}: results block differs; run scripts/readme_results.py")
             return 1
         return 0
-    draw_decision_charts(charts)
+    draw_verdict_charts(charts)
     args.readme.write_text(wanted)
     print(f"results block -> {args.readme} ({len(charts)} verdict chart(s))", file=sys.stderr)
     return 0

@@ -62,8 +62,14 @@ def loaded_page(page_path: Path, expected: int, errors: list[str], requests: lis
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(120_000)  # a long page's full screenshot on a busy host
+            page.on(
+                "console",
+                lambda m: (
+                    errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+                ),
+            )
             page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
             page.on(
                 "request",
@@ -115,11 +121,32 @@ GEOMETRY = """() => {
     const area = (el) => { const b = el.getBBox(); return b.width > 0 && b.height > 0; };
     return bars.length > 0 && !bars.some(area);
   }).map((div) => div.id + ' ' + div.dataset.chart);
+  const answer = document.querySelector('#answer');
+  const firstChart = document.querySelector('#answer div.chart svg');
+  const tall = [...document.querySelectorAll('div.chart svg')].filter(
+    (svg) => svg.getBoundingClientRect().height > 2000
+  ).map((svg) => svg.closest('div.chart').dataset.chart + ' '
+    + Math.round(svg.getBoundingClientRect().height));
+  const wide = [...document.querySelectorAll('div.chart svg, table')].filter((el) => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && !el.closest('.scroll') && box.right > window.innerWidth;
+  }).map((el) => (el.closest('div.chart') || el).id || el.className || el.tagName);
+  const shown = (el) => el.getClientRects().length > 0;
   return {
     verdict_top: verdict ? verdict.getBoundingClientRect().top + window.scrollY : null,
     verdict_heads: heads, verdict_rows: rows, empty_charts: [...empty, ...barless],
     height: document.documentElement.scrollHeight,
+    width: document.documentElement.scrollWidth,
     details: document.querySelectorAll('details').length,
+    answer_bottom: answer ? answer.getBoundingClientRect().bottom + window.scrollY : null,
+    answer_text: answer ? answer.innerText : '',
+    answer_rows: [...document.querySelectorAll('#answer table.answer tbody tr')].map(
+      (tr) => [...tr.children].map((td) => td.textContent.trim())),
+    first_chart_bottom: firstChart
+      ? firstChart.getBoundingClientRect().bottom + window.scrollY : null,
+    tall_charts: tall, too_wide: wide,
+    visible_text: [...document.querySelectorAll('body > *')].filter(shown).map(
+      (el) => el.innerText || '').join(' '),
   };
 }"""
 

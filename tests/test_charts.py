@@ -119,18 +119,21 @@ def _marks(spec: dict, data: list | None = None, inherited: tuple = ()):
 def _identity(encoding: dict, facets: tuple) -> tuple[list[str], str | None]:
     """The fields a mark is told apart by, and the field of its x position."""
     fields, x = list(facets), None
-    for channel, spec in encoding.items():
-        if channel == "tooltip" or not isinstance(spec, dict) or "field" not in spec:
+    for channel, specs in encoding.items():
+        if channel == "tooltip":
             continue
-        if channel == "x":
-            x = spec["field"]
-        if (
-            channel in POSITION
-            and spec["field"] not in DIMENSIONS
-            and spec.get("type") != "nominal"
-        ):
-            continue  # the measured value: two cells may measure the same
-        fields.append(spec["field"])
+        for spec in specs if isinstance(specs, list) else [specs]:  # detail may list fields
+            if not isinstance(spec, dict) or "field" not in spec:
+                continue
+            if channel == "x":
+                x = spec["field"]
+            if (
+                channel in POSITION
+                and spec["field"] not in DIMENSIONS
+                and spec.get("type") != "nominal"
+            ):
+                continue  # the measured value: two cells may measure the same
+            fields.append(spec["field"])
     return sorted(set(fields)), x
 
 

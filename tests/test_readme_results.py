@@ -1,4 +1,6 @@
-"""The README's Results block is what scripts/readme_results.py makes from the published tables."""
+"""The README: at most 250 lines, its Quick start as .ci/run reads it, and its answer block what
+scripts/readme_results.py makes from the published tables; every link in it and in docs/ leads
+somewhere."""
 
 from __future__ import annotations
 
@@ -8,47 +10,87 @@ from pathlib import Path
 
 import pytest
 
+from devicebench.report.answer import CLASSES
 from devicebench.report.readme import BEGIN, END, replace_block, results_block
 
 REPO = Path(__file__).resolve().parents[1]
+# Written by the verdict branch (issue 36); a link to it is allowed before that branch lands.
+PENDING = {REPO / "docs" / "two-machines.md"}
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("readme_cli", REPO / "scripts/readme_results.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
 
 
 def test_the_readme_block_is_the_generated_one():
     block, _ = results_block(REPO)
     readme = (REPO / "README.md").read_text()
     assert readme == replace_block(readme, block), "run python scripts/readme_results.py"
-    spec = importlib.util.spec_from_file_location("readme_cli", REPO / "scripts/readme_results.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.main(["--check"]) == 0
+    assert _script().main(["--check"]) == 0
 
 
 def test_a_hand_edit_of_the_block_is_caught(tmp_path):
     readme = (REPO / "README.md").read_text()
     edited = tmp_path / "README.md"
     block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
-    figure = re.search(r" \| (\d+\.\d+)x \|", block).group(0)  # the block's first speedup
-    edited.write_text(readme.replace(block, block.replace(figure, " | 1234.5x |", 1)))
+    figure = re.search(r"GPU \d[\d.,]*x", block).group(0)  # the block's first range figure
+    edited.write_text(readme.replace(block, block.replace(figure, "GPU 1234x", 1)))
     assert edited.read_text() != readme
-    spec = importlib.util.spec_from_file_location("readme_cli", REPO / "scripts/readme_results.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.main(["--check", "--readme", str(edited)]) == 1
+    assert _script().main(["--check", "--readme", str(edited)]) == 1
 
 
-def test_the_block_names_its_sources_and_keeps_benchmarks_apart():
-    block, _ = results_block(REPO)
-    assert block.startswith(BEGIN) and block.endswith(END)
-    assert "`tables/speedup.csv`" in block
-    serving = [
-        table
-        for table in (REPO / "results" / "published").glob("*/tables/serving.csv")
-        if len(table.read_text().splitlines()) > 1
-    ]
-    assert ("`tables/serving.csv`" in block) == bool(serving)
-    studies, benchmarks = block.split("### Benchmarks (side measurements outside the workflow)")
-    assert "benchmarks/" not in studies  # no benchmark figure inside a study's tables
-    assert "`python benchmarks/harness_overhead.py" in benchmarks
-    assert "nan" not in block.lower().split()
-    with pytest.raises(ValueError, match="results:begin"):
-        replace_block("# no block here\n", block)
+def test_the_readme_reads_in_two_screens_to_the_answer():
+    readme = (REPO / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 250
+    quick = readme.split("## Quick start", 1)[1]
+    fenced = quick.split("```", 2)[1].splitlines()
+    assert fenced[0] == "bash" and len(fenced) == 3  # .ci/run reads the block's second line
+    assert fenced[2].endswith("python -m pytest")
+    answer_at = next(i for i, line in enumerate(lines) if line == "## The answer")
+    assert answer_at < 40, "the answer starts on the second screen at the latest"
+
+
+def test_the_answer_has_a_line_per_class_and_says_what_is_not_measured():
+    block, charts = results_block(REPO)
+    rows = [r for r in block.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [c.title for c in CLASSES]
+    for row in rows:
+        verdict, figure = row.split(" | ")[1:3]
+        if verdict.startswith("not measured: "):
+            assert figure == "—"  # no figure borrowed for a class that has none
+        else:
+            assert re.fullmatch(r"(GPU|CPU) .*cheaper", figure)
+    assert "synthetic" in block and "**Priced**" in block
+    assert not re.search(r"\bnan\b|\de-0\d", block, re.I)
+    assert len(charts) == 1 and f"({charts[0][1].relative_to(REPO).as_posix()})" in block
+
+
+def _links(path: Path) -> list[Path]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    out = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        out.append((path.parent / target.split("#")[0]).resolve())
+    return out
+
+
+@pytest.mark.parametrize(
+    "page",
+    [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").glob("*.md"))],
+    ids=lambda p: p.relative_to(REPO).as_posix(),
+)
+def test_every_link_leads_somewhere(page):
+    broken = [t for t in _links(page) if not t.exists() and t not in PENDING]
+    assert broken == []
+
+
+def test_every_docs_page_is_in_the_index():
+    index = (REPO / "docs" / "index.md").read_text()
+    for page in (REPO / "docs").glob("*.md"):
+        if page.name != "index.md":
+            assert f"({page.name})" in index

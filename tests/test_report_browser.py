@@ -5,6 +5,7 @@ with no console error, and the page must open on its verdict."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -36,21 +37,51 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = sorted((REPO / "results" / "published").glob("*/report/index.html"))
 
 
+SCREEN = 800  # the first screen: 1280 x 800, no scrolling
+CLASS_TITLES = [
+    "Training transformers",
+    "Training small models",
+    "Batch inference",
+    "Serving at a latency bound",
+    "LLM generation",
+]
+
+
 def check_opens_on_the_verdict(page: Path, best_csv: Path, shots: Path) -> dict:
-    """The reader's view: #verdict on the first screen with a row per workload and mode, no
-    empty chart, the folded page under 15,000 px; screenshots saved under `shots`."""
+    """The reader's view at 1280x800: the first screen holds the question, the machines, the
+    data kind, the prices and a line per workload class with the verdict chart; nothing is
+    wider than the screen; no chart is empty or taller than about 2,000 px; no console error
+    or Vega warning; the folded page under 8,000 px; screenshots saved under `shots`."""
     expected = len(json.loads((page.parent / "charts.json").read_text())["charts"])
     seen = inspect_page(page, shots, expected)
     assert seen["errors"] == []
     folded = seen["folded"]
-    assert folded["verdict_top"] is not None and folded["verdict_top"] < 1000
-    heads = folded["verdict_heads"]
-    shown = {(r[heads.index("workload")], r[heads.index("mode")]) for r in folded["verdict_rows"]}
-    best = pd.read_csv(best_csv)
-    cheapest = best[best["pick"].eq("cheapest")]
-    assert shown == set(zip(cheapest["task"], cheapest["mode"], strict=True))
-    assert len(folded["verdict_rows"]) == len(cheapest)
-    assert folded["height"] < 15_000, "the page with its details folded"
+    assert folded["answer_bottom"] is not None and folded["answer_bottom"] <= SCREEN
+    first = folded["answer_text"]
+    for fact in ("Machines", "Measured", "Data", "Priced", "synthetic"):
+        assert fact in first, fact
+    assert [r[0] for r in folded["answer_rows"]] == CLASS_TITLES
+    cheapest = pd.read_csv(best_csv).query("pick == 'cheapest'")
+    for row in folded["answer_rows"]:
+        assert row[1].startswith("not measured: ") or re.match(r"(GPU|CPU|too close)", row[1])
+    paired = cheapest[cheapest["cost_ratio"].notna()]
+    measured = any(not r[1].startswith("not measured") for r in folded["answer_rows"])
+    assert measured == (not paired.empty)
+    if measured:  # the verdict chart, with its ranges, on the first screen too
+        assert folded["first_chart_bottom"] is not None
+        assert folded["first_chart_bottom"] <= SCREEN
+    else:  # no chart without marks
+        assert folded["first_chart_bottom"] is None
+    for state in ("folded", "unfolded"):
+        geometry = seen[state]
+        assert geometry["width"] <= 1280, f"{state}: the page scrolls sideways"
+        assert geometry["too_wide"] == [], f"{state}: wider than the screen"
+        assert geometry["tall_charts"] == [], f"{state}: charts over 2,000 px"
+        text = geometry["visible_text"]
+        assert not re.search(r"\bnan\b", text, re.I), f"{state}: 'nan' shown"
+        assert not re.search(r"US\$\s?[\d.]+e-\d", text), f"{state}: money in exponent form"
+        assert " 1 threads" not in text
+    assert folded["height"] < 8_000, "the page with its details folded"
     assert seen["unfolded"]["empty_charts"] == [], "every chart draws marks"
     assert seen["unfolded"]["height"] > folded["height"]  # the details hold the rest
     for name in ("first_screen", "folded", "unfolded"):
@@ -67,7 +98,8 @@ def test_the_quick_study_opens_on_the_verdict(finished_study):
     best = workdir / "results" / "tables" / "best.csv"
     check_opens_on_the_verdict(report / "index.html", best, report / "screenshots")
     page = (report / "index.html").read_text()
-    assert "No workload has both a CPU and a GPU cell" in page  # this machine has no GPU
+    if "no GPU cell ran" in page:  # a machine without a GPU: no class can have a verdict
+        assert page.count("not measured: ") >= len(CLASS_TITLES)
 
 
 @pytest.mark.parametrize("page", PUBLISHED, ids=[p.parts[-3] for p in PUBLISHED])

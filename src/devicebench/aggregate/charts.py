@@ -55,10 +55,9 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
     if "noisy" in plotted:  # a noisy cell (CoV above noise_cov) gets a cross over its point
         line = alt.layer(
             line,
-            alt.Chart()
-            .transform_filter(alt.datum.noisy == "noisy")
+            alt.Chart()  # every point, transparent unless noisy: no panel is left empty
             .mark_point(size=90, shape="cross", color="black")
-            .encode(x=x, y="median_s:Q", detail="series:N", tooltip=tooltip)
+            .encode(x=x, y="median_s:Q", detail=["series:N", "device_label:N"], tooltip=tooltip)
             .encode(**_noisy_key()),
         )
     bars = (
@@ -68,8 +67,7 @@ def time_vs_batch(cells: pd.DataFrame) -> alt.TopLevelMixin:
         .transform_filter(alt.datum.iqr_lo > 0)
         .encode(color=color, detail="series:N")
     )
-    chart = alt.layer(line, bars, data=data).properties(width=360, height=220)
-    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    chart = panels(alt.layer(line, bars, data=data), plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -98,8 +96,7 @@ def speedup_vs_batch(speedup: pd.DataFrame) -> alt.TopLevelMixin:
         )
     )
     one = alt.Chart().mark_rule(strokeDash=[4, 4], color="gray").encode(y=alt.datum(1))
-    chart = alt.layer(line, one, data=data).properties(width=360, height=220)
-    chart = chart.facet(row=alt.Row("panel:N", title=None)).resolve_scale(y="independent")
+    chart = panels(alt.layer(line, one, data=data), plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -114,8 +111,19 @@ def accuracy_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
     """Held-out accuracy of every training cell: it should agree across devices."""
     train = cells[cells["mode"].eq("train")] if "mode" in cells else cells.iloc[0:0]
     plotted, subtitle = _split(train, "accuracy")
-    title = _title("Held-out accuracy per training cell", plotted)
-    return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True)
+    title = _title("Held-out accuracy per training cell (dashed: chance)", plotted)
+    return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True, chance=True)
+
+
+def chance_accuracy(task: str) -> float | None:
+    """The accuracy of guessing, 1 / classes, from the workload's spec (None if unknown)."""
+    from devicebench.workloads import get
+
+    try:
+        classes = get(task).spec.num_classes
+    except KeyError:
+        return None
+    return 1.0 / classes if classes and classes > 1 else None
 
 
 def write_charts(cells: pd.DataFrame, speedup: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -146,6 +154,9 @@ def save_chart(chart: alt.TopLevelMixin, stem: Path) -> list[Path]:
     return [html, png]
 
 
+MAX_HEIGHT = 1800  # px: a chart a person reads is at most about 2,000 px tall
+
+
 def _bars(
     plotted: pd.DataFrame,
     value: str,
@@ -153,8 +164,10 @@ def _bars(
     title: str,
     subtitle: list[str],
     unit_range: bool,
+    chance: bool = False,
 ) -> alt.TopLevelMixin:
-    """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device.
+    """Horizontal bars per cell, grouped by the cell's non-device axes, coloured by device;
+    with `chance`, a dashed line at each task's chance accuracy.
 
     Log scales where the values span more than 10x (else the small bars vanish), independent
     per task panel.
@@ -169,22 +182,56 @@ def _bars(
         floor = 10 ** math.floor(math.log10(pd.to_numeric(plotted[value]).min()))
         start = {"x2": alt.datum(floor)}
         axis_title = f"{axis_title} (log scale)"
-    chart = (
-        alt.Chart(_data(plotted, ["cell", value]))
+    rows = int(plotted.groupby("task")["cell"].nunique().sum()) if "task" in plotted else 1
+    panels_px = 60 * (int(plotted["task"].nunique()) if "task" in plotted else 1)  # axis, gap
+    step = max(6.0, min(20.0, (MAX_HEIGHT - panels_px) / max(rows, 1)))  # px per cell
+    label_size = min(11.0, step)
+    offset_step = step / max(1, int(plotted["device_label"].nunique()))  # a bar per device
+    if chance:
+        plotted = plotted.assign(chance=plotted["task"].astype(str).map(chance_accuracy))
+    bars = (
+        alt.Chart()
         .mark_bar()
         .encode(
             **start,
             x=alt.X(f"{value}:Q", scale=scale, title=axis_title),
-            y=alt.Y("cell:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)),
+            y=alt.Y(
+                "cell:N",
+                title=None,
+                sort=None,
+                axis=alt.Axis(labelLimit=360, labelFontSize=label_size),
+            ),
             yOffset=alt.YOffset("device_label:N"),
             color=alt.Color("device_label:N", title="device"),
             tooltip=_tooltip(plotted, [value]),
         )
-        .properties(width=420)
+    )
+    data = _data(plotted, ["cell", value, *(["chance"] if chance else [])])
+    if chance and plotted["chance"].notna().any():
+        line = alt.Chart().mark_rule(strokeDash=[4, 3], color="black")
+        line = line.encode(x=alt.X("mean(chance):Q"), tooltip=["mean(chance):Q"])
+        drawn = alt.layer(bars, line, data=data)
+    else:
+        bars.data = data
+        drawn = bars
+    chart = (
+        drawn.properties(width=420, height=alt.Step(offset_step))
         .facet(row=alt.Row("task:N", title=None))
         .resolve_scale(y="independent", x="independent")
     )
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+def panels(chart: alt.TopLevelMixin, plotted: pd.DataFrame) -> alt.TopLevelMixin:
+    """A panel per task and mode, wrapped in rows of two or three so that even the study-wide
+    chart stays under about 2,000 px tall."""
+    count = int(plotted["panel"].nunique())
+    columns = 2 if count <= 4 else 3
+    rows = -(-count // columns)
+    height = int(max(120, min(220, MAX_HEIGHT / rows - 50)))
+    chart = chart.properties(width=320 if columns == 3 else 360, height=height)
+    wrapped = chart.facet(facet=alt.Facet("panel:N", title=None), columns=columns)
+    return wrapped.resolve_scale(y="independent")
 
 
 def _batch_axis(df: pd.DataFrame) -> alt.X:
@@ -278,6 +325,7 @@ def _cell_label(df: pd.DataFrame, with_task: bool, with_device: bool) -> pd.Seri
 
 
 SERIES_AXES = ("model", "framework", "precision")
+MAX_SERIES = 8  # dashes a legend can name and a reader can tell apart
 
 
 def _series_columns(df: pd.DataFrame) -> list[str]:
@@ -301,8 +349,8 @@ def _series_title(df: pd.DataFrame) -> str:
 def _series_dash(df: pd.DataFrame) -> dict[str, Any]:
     """Dash by series, with one legend naming the varying axes (a second encoding of the same
     field, e.g. shape, would draw a second legend of the same names)."""
-    if not _series_columns(df):
-        return {}
+    if not _series_columns(df) or _series(df).nunique() > MAX_SERIES:
+        return {}  # too many to tell apart by dash: each line is still its own (detail)
     legend = alt.Legend(labelLimit=0, titleLimit=0, symbolType="stroke", symbolStrokeWidth=2)
     return {"strokeDash": alt.StrokeDash("series:N", title=_series_title(df), legend=legend)}
 
@@ -311,10 +359,10 @@ def _noisy_key() -> dict[str, Any]:
     """The noisy marker's legend: a cross means CoV above noise_cov."""
     return {
         "opacity": alt.Opacity(
-            "noisy:N",
+            "noisy:O",
             title="CoV flag",
-            scale=alt.Scale(domain=["noisy"], range=[1]),
-            legend=alt.Legend(symbolType="cross"),
+            scale=alt.Scale(domain=["noisy", "steady"], range=[1, 0]),
+            legend=alt.Legend(symbolType="cross", values=["noisy"]),
         )
     }
 

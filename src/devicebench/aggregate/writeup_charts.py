@@ -69,10 +69,8 @@ def _vs_batch(df: pd.DataFrame, value: str, y_title: str, title: str) -> alt.Top
             tooltip=_tooltip(plotted, [value, *[c for c in extra if c != "noisy"]]),
             **_series_dash(plotted),
         )
-        .properties(width=360, height=220)
-        .facet(row=alt.Row("panel:N", title=None))
-        .resolve_scale(y="independent")
     )
+    chart = base.panels(chart, plotted)
     return chart.properties(title=alt.Title(title, subtitle=subtitle))
 
 
@@ -114,7 +112,7 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
         df["cell"] = df[["model", "framework", "device_label", "precision", "batch_size", "mode"]]
         df["cell"] = df["cell"].astype(str).agg("/".join, axis=1)
     long = df.melt(
-        id_vars=["task", "cell", "t"],
+        id_vars=[c for c in ("task", "cell", "device_label", "t") if c in df],
         value_vars=[c for c in ("cpu_percent_mean", "gpu_util") if df[c].notna().any()],
         var_name="metric",
         value_name="percent",
@@ -124,7 +122,8 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
         return _empty(title, ["no utilization samples"])
     if long["task"].nunique() > 1:  # the study-wide chart names the task in each panel
         long["cell"] = long["task"].astype(str) + "/" + long["cell"].astype(str)
-    header = alt.Header(labelLimit=0, labelFontSize=10, labelAngle=0, labelAlign="left")
+    long, subtitle = _some_panels(long)
+    header = alt.Header(labelLimit=230, labelFontSize=10, labelAngle=0, labelAlign="left")
     chart = (
         alt.Chart(alt.Data(values=long.to_dict(orient="records")))
         .mark_line(point=alt.OverlayMarkDef(size=12))  # a window of one sample is still drawn
@@ -138,7 +137,31 @@ def utilization_timeline(timeline: pd.DataFrame) -> alt.TopLevelMixin:
         .facet(facet=alt.Facet("cell:N", title=None, header=header), columns=3)
         .resolve_scale(x="independent")
     )
-    return chart.properties(title=alt.Title(title, subtitle=["one panel per cell"]))
+    return chart.properties(title=alt.Title(title, subtitle=subtitle))
+
+
+MAX_PANELS = 18  # 6 rows of 3 panels: about 800 px
+
+
+def _some_panels(long: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """At most MAX_PANELS cells, taken in turn from each device so that every device shows;
+    the subtitle says how many were left out (all of them are in utilization.csv)."""
+    cells = list(dict.fromkeys(long["cell"]))
+    if len(cells) <= MAX_PANELS:
+        return long, ["one panel per cell"]
+    if "device_label" not in long:
+        return long[long["cell"].isin(cells[:MAX_PANELS])], [f"{MAX_PANELS} of {len(cells)} cells"]
+    device = long.drop_duplicates("cell").set_index("cell")["device_label"].astype(str)
+    by_device = [[c for c in cells if device.get(c) == d] for d in dict.fromkeys(device.loc[cells])]
+    chosen: list[str] = []
+    while len(chosen) < MAX_PANELS:
+        for group in by_device:
+            if group and len(chosen) < MAX_PANELS:
+                chosen.append(group.pop(0))
+    kept = long[long["cell"].isin(chosen)]
+    return kept, [
+        f"one panel per cell: {MAX_PANELS} of {len(cells)} cells (all in utilization.csv)"
+    ]
 
 
 def top_ops(ops: pd.DataFrame) -> alt.TopLevelMixin:
@@ -196,11 +219,19 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
     }
 
 
-def write_all_charts(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Every chart as offline HTML and PNG under `out_dir`."""
+def write_all_charts(
+    tables: dict[str, pd.DataFrame], out_dir: Path, skip_empty: bool = False
+) -> list[Path]:
+    """Every chart as offline HTML and PNG under `out_dir`. With `skip_empty` (a published
+    study) a chart with nothing to draw is not written, and an earlier file of it is removed;
+    the workflow's rule keeps a placeholder, since it promises every chart file."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for name, chart in all_charts(tables).items():
+        if skip_empty and base.is_empty(chart):
+            for stale in (out_dir / f"{name}.html", out_dir / f"{name}.png"):
+                stale.unlink(missing_ok=True)
+            continue
         written.extend(save_chart(chart, out_dir / name))
     return written

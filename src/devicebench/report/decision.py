@@ -67,3 +67,102 @@ def decision_chart(best: pd.DataFrame) -> alt.TopLevelMixin | None:
     height = max(60, 26 * len(order))
     chart = alt.layer(link, dots, data=alt.Data(values=values))
     return chart.properties(width=560, height=height, title=TITLE).configure_legend(labelLimit=0)
+
+
+CALLS = alt.Scale(
+    domain=["GPU cheaper", "CPU cheaper", "too close to call"],
+    range=["#d62728", "#1f77b4", "#7f7f7f"],
+)
+RATIO_TITLE = "CPU cost ÷ GPU cost per sample (log; right of 1 the GPU is cheaper)"
+CALL_WORDS = {"gpu": "GPU cheaper", "cpu": "CPU cheaper", "close": "too close to call"}
+
+
+def _ratio_frame(ranged: pd.DataFrame, lane: pd.Series) -> pd.DataFrame:
+    from devicebench.report.answer import call
+
+    return pd.DataFrame(
+        {
+            "lane": lane.to_numpy(),
+            "workload": ranged["label"].astype(str).to_numpy(),
+            "ratio": ranged["cost_ratio"].astype(float).to_numpy(),
+            "low": ranged["low"].astype(float).to_numpy(),
+            "high": ranged["high"].astype(float).to_numpy(),
+            "call": ranged.apply(call, axis=1).map(CALL_WORDS).to_numpy(),
+            "spread": ranged["spread"].astype(str).to_numpy(),
+        }
+    )
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.astype("object").where(frame.notna(), None).to_json(orient="records"))
+
+
+def _ratio_layers(y: alt.Y, x_domain: list[float], extra_y: dict) -> list:
+    x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=x_domain), title=RATIO_TITLE)
+    tooltip = [
+        "workload:N",
+        "call:N",
+        alt.Tooltip("ratio:Q", format=".3g", title="CPU cost ÷ GPU cost"),
+        alt.Tooltip("low:Q", format=".3g", title="range from"),
+        alt.Tooltip("high:Q", format=".3g", title="range to"),
+        alt.Tooltip("spread:N", title="range over"),
+    ]
+    color = alt.Color("call:N", scale=CALLS, title=None, legend=alt.Legend(orient="top"))
+    rule = alt.Chart().mark_rule(strokeWidth=2, opacity=0.6)
+    rule = rule.encode(y=y, x=alt.X("low:Q", scale=alt.Scale(type="log")), x2="high:Q")
+    dots = alt.Chart().mark_point(filled=True, size=60, opacity=0.9)
+    return [
+        rule.encode(color=color, **extra_y),
+        dots.encode(y=y, x=x, color=color, tooltip=tooltip, **extra_y),
+    ]
+
+
+def _domain(frame: pd.DataFrame) -> list[float]:
+    low = min(float(frame["low"].min()), 1.0) / 1.3
+    high = max(float(frame["high"].max()), 1.0) * 1.3
+    return [low, high]
+
+
+def class_chart(answers: list, ranged: pd.DataFrame, width: int = 560):
+    """The answer as one chart: a lane per workload class, each workload-mode a dot at its cost
+    ratio with its range as a line; classes without a measurement say so in their lane. None
+    when no class has a row (a chart with no marks is never drawn)."""
+    measured = [a for a in answers if a.measured]
+    if not measured:
+        return None
+    lanes = {}
+    for a in measured:
+        for label in a.rows["label"]:
+            lanes[str(label)] = a.title
+    mine = ranged[ranged["label"].astype(str).isin(lanes)]
+    frame = _ratio_frame(mine, mine["label"].astype(str).map(lanes))
+    titles = [a.title for a in answers]
+    y = alt.Y("lane:N", sort=titles, scale=alt.Scale(domain=titles), title=None)
+    y = y.axis(labelLimit=0, labelFontSize=12)
+    domain = _domain(frame)
+    layers = _ratio_layers(y, domain, {"yOffset": alt.YOffset("workload:N")})
+    even = alt.Chart().mark_rule(color="#444", strokeDash=[4, 3])
+    layers.append(even.encode(x=alt.datum(1)))
+    missing = pd.DataFrame({"lane": [a.title for a in answers if not a.measured]})
+    if not missing.empty:
+        note = alt.Chart(alt.Data(values=_records(missing))).mark_text(
+            align="left", color="#777", fontStyle="italic", dx=4
+        )
+        layers.append(note.encode(y=y, x=alt.datum(domain[0]), text=alt.value("not measured")))
+    chart = alt.layer(*layers, data=alt.Data(values=_records(frame)))
+    height = max(34 * len(titles), 150)
+    title = "Which is cheaper per sample, by workload class (a dot per workload, a line its range)"
+    return chart.properties(width=width, height=height, title=title)
+
+
+def rows_chart(ranged: pd.DataFrame, width: int = 520):
+    """One class's rows: a dot per workload-mode at its cost ratio, its range as a line."""
+    if ranged.empty:
+        return None
+    frame = _ratio_frame(ranged, ranged["label"].astype(str))
+    order = list(dict.fromkeys(frame["workload"]))
+    y = alt.Y("workload:N", sort=order, title=None, axis=alt.Axis(labelLimit=0))
+    layers = _ratio_layers(y, _domain(frame), {})
+    layers.append(alt.Chart().mark_rule(color="#444", strokeDash=[4, 3]).encode(x=alt.datum(1)))
+    chart = alt.layer(*layers, data=alt.Data(values=_records(frame)))
+    return chart.properties(width=width, height=max(60, 22 * len(order)))

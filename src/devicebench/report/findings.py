@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns, format_value
+from devicebench.report.words import configuration, money
 
 SERIES = ["model", "framework", "precision"]
 
@@ -22,12 +23,11 @@ def _extra(row: pd.Series) -> str:
 
 
 def _cell(row: pd.Series) -> str:
-    """The full cell: model, framework, device, precision, batch, mode and extra axes."""
-    return (
-        f"{row.get('model')} in {row.get('framework')} on {row['device_label']}, "
-        f"{row.get('precision')}, batch {format_value(row['batch_size'])}, {row['mode']}"
-        f"{_extra(row)}"
-    )
+    """The cell in words: model, device and its configuration as a person writes it."""
+    device = "GPU" if str(row.get("device_label", "")).startswith("cuda") else "CPU"
+    if str(row.get("device", "")) not in ("", "nan", "cpu", "cuda"):
+        device = str(row.get("device_label"))
+    return f"{row.get('model')} on the {device} ({configuration(row.to_dict())}), {row['mode']}"
 
 
 def gpu_crossover(speedup: pd.DataFrame, task: str) -> list[str]:
@@ -90,15 +90,10 @@ def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
             continue
         best = priced.loc[priced["samples_per_usd"].idxmax()]
         fastest = part.loc[part["samples_per_s"].idxmax()]
-        per_rep = (
-            f" (US${best['cost_usd']:.3g} per timed repetition)"
-            if pd.notna(best.get("cost_usd"))
-            else ""
-        )
+        per_million = money(1e6 / float(best["samples_per_usd"]))
         out.append(
-            f"{mode}: cheapest is {_cell(best)} at {best['samples_per_usd']:,.0f} samples per "
-            f"US${per_rep}; fastest is {_cell(fastest)} at {fastest['samples_per_s']:,.0f} "
-            "samples/s."
+            f"{mode}: cheapest is {_cell(best)} at {per_million} per million samples; fastest "
+            f"is {_cell(fastest)} at {fastest['samples_per_s']:,.0f} samples/s."
         )
     train = rows[rows["mode"].eq("train")]
     if not train.empty and train["target_accuracy"].notna().any():
@@ -110,7 +105,7 @@ def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
             best = reached.loc[reached["cost_to_target_usd"].idxmin()]
             out.append(
                 f"{len(reached)} of {len(train)} training cells reached accuracy {target:.3g}; "
-                f"cheapest to target: {_cell(best)} at US${best['cost_to_target_usd']:.3g}."
+                f"cheapest to target: {_cell(best)} at {money(best['cost_to_target_usd'])}."
             )
     return out
 
@@ -277,7 +272,7 @@ def serving(table: pd.DataFrame, task: str, noise_cov: float = 0.1) -> list[str]
             f"{best['p99_ms']:.4g} ms, {int(best['errors'])} errors)"
         )
         if pd.notna(best.get("cost_per_1k_requests_usd")):
-            line += f"; US${best['cost_per_1k_requests_usd']:.3g} per 1,000 requests"
+            line += f"; {money(best['cost_per_1k_requests_usd'])} per 1,000 requests"
         if pd.notna(best.get("server_highest_valid_qps")):
             line += f"; LoadGen Server VALID up to {best['server_highest_valid_qps']:.4g} QPS"
         elif pd.notna(best.get("server_lowest_qps_tried")):

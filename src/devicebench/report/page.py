@@ -15,14 +15,16 @@ from typing import Any
 
 import pandas as pd
 
-from devicebench.aggregate.collect import format_value
 from devicebench.aggregate.pairing import span_sentence
 from devicebench.aggregate.reproducibility import reproducibility_findings
 from devicebench.aggregate.writeup_charts import drawn_charts
 from devicebench.report import findings
-from devicebench.report.decision import decision_chart
-from devicebench.report.verdict import lead, reprice, verdict_rows
+from devicebench.report.answer import answer, row_ranges
+from devicebench.report.facts import study_facts
+from devicebench.report.first_screen import answer_html, class_sections
+from devicebench.report.verdict import lead, number, reprice, verdict_rows
 from devicebench.report.verdict_section import verdict_html
+from devicebench.report.words import applicable, column_name, configurations, missing, money
 
 REMOTE = re.compile(r"<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=\s*[\"']?https?:", re.I)
 QUESTION = (
@@ -57,13 +59,18 @@ TABLES_SHOWN = {
     "serving": "Serving: throughput, latency under load, LoadGen, cost per 1,000 requests",
 }
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}
+body{font-family:system-ui,sans-serif;margin:.6em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.4em 0 1.2em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}.flag{color:#b00;font-weight:bold}
-.chart{margin:1em 0}.scroll{overflow-x:auto}nav a{margin-right:1em}
-li{margin:.2em 0}.note{color:#555;font-size:13px}h1{font-size:1.5em;margin:.2em 0}
-#verdict h2{margin:.3em 0}#verdict ul{margin:.3em 0}#verdict p{margin:.3em 0;font-size:13px}
+.chart{margin:.6em 0}.scroll{overflow-x:auto;max-width:100%}nav a{margin-right:1em}
+li{margin:.2em 0}.note{color:#555;font-size:13px}h1{font-size:1.35em;margin:.2em 0 .3em}
+.facts{font-size:13px;margin:.2em 0 .4em;line-height:1.35}.facts span{margin-right:.6em}
+table.answer{font-size:13px;margin:.3em 0}table.answer td,table.answer th{text-align:left}
+table.answer tr.unmeasured td{color:#666;font-style:italic}
+.first-chart .chart{margin:.2em 0}
+table.section td:nth-child(-n+5),table.section th{text-align:left}.fit{max-width:100%}
+#verdict h2{margin:.8em 0 .2em}#verdict p{margin:.3em 0}
 details{border-top:1px solid #ddd}summary{cursor:pointer}summary h2{display:inline;font-size:1.15em}
 table.verdict td,table.verdict th{font-size:12px}table.verdict td:nth-child(-n+4){text-align:left}
 """
@@ -85,17 +92,41 @@ def for_task(tables: dict[str, pd.DataFrame], task: str) -> dict[str, pd.DataFra
     }
 
 
+MONEY = ("cost_to_target_usd", "cost_per_1k_requests_usd", "price_per_hour")
+DROPPED = ("synthetic", "message", "cost_usd", "base_cost_usd", "record_path", "cell_id")
+
+
+def shown_value(value: Any) -> str:
+    """A table value as a reader reads it: integers as integers, no exponents, empty if none."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if missing(value):
+        return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number(value, 4)
+    return str(value)
+
+
 def table_html(df: pd.DataFrame, flags: dict[str, str] | None = None) -> str:
-    """A table with values as in the Markdown tables; truthy `flags` columns get a ⚠ mark."""
+    """A table with human column names, no column that is empty in every row, money in US$
+    (a cell's cost per million samples, not per repetition); truthy `flags` columns get a ⚠."""
     if df.empty:
         return '<p class="note">(no rows)</p>'
-    shown = df.drop(columns=[c for c in ("synthetic", "message") if c in df])
-    text = shown.map(format_value)
+    shown = applicable(df.drop(columns=[c for c in DROPPED if c in df]))
+    if "samples_per_usd" in shown:
+        per_million = 1e6 / pd.to_numeric(shown["samples_per_usd"])
+        shown = shown.drop(columns="samples_per_usd").assign(usd_per_million=per_million)
+    shown = shown[[c for c in shown if shown[c].map(lambda v: not missing(v)).any()]]
+    text = shown.astype("object").map(shown_value)
+    for column in [c for c in MONEY + ("usd_per_million",) if c in shown]:
+        text[column] = shown[column].map(money)
     for column, label in (flags or {}).items():
         if column in df:
             marks = df[column].map(lambda v, lab=label: f"⚠ {lab}" if v is True else "")
             text.insert(0, "flag", marks.to_numpy())
-    body = text.to_html(index=False, escape=True, border=0)
+    names = {c: column_name(c) for c in text.columns}
+    names["usd_per_million"] = "US$ per M samples"
+    body = text.rename(columns=names).to_html(index=False, escape=True, border=0)
     body = body.replace("<td>⚠", '<td class="flag">⚠')
     return f'<div class="scroll">{body}</div>'
 
@@ -119,13 +150,13 @@ def setup_html(cells: pd.DataFrame, study: dict[str, Any], prices: dict[str, Any
     data = cells.drop_duplicates(["dataset", "source"]) if "dataset" in cells else cells.iloc[0:0]
     datasets = "; ".join(
         f"{r['dataset']} ({r['source']}{', SYNTHETIC' if r['synthetic'] is True else ''}: "
-        f"{format_value(r.get('train_samples'))} train / {format_value(r.get('test_samples'))} "
+        f"{shown_value(r.get('train_samples'))} train / {shown_value(r.get('test_samples'))} "
         "test samples)"
         for _, r in data.iterrows()
     )
     items = {
         "study": study.get("study", "—"),
-        "hosts": distinct("hostname"),
+        "host names": distinct("hostname"),
         "CPU": f"{distinct('cpu_model')} ({distinct('cpu_cores')} logical cores)",
         "GPU": f"{distinct('gpu_name')} (driver {distinct('gpu_driver')}, CUDA {distinct('cuda')})",
         "software": f"torch {distinct('torch_version')}, Python {distinct('python')}",
@@ -193,7 +224,7 @@ def task_section(
         blocks.append(f"<h3>{html.escape(title)}</h3>{table_html(df, flags.get(name))}")
     engines = part.get("engines", pd.DataFrame())
     if not engines.empty:
-        title = "Inference engines: Spark batch and streaming against in-process"
+        title = "Inference engines against the same model in-process"
         blocks.append(f"<h3>{title}</h3>{table_html(engines)}")
     charts = drawn_charts(part)
     if part.get("serving", pd.DataFrame()).empty:  # serving charts only with serve cells
@@ -215,10 +246,33 @@ def build_page(
     manifest: list[dict[str, str]] = []
     best = tables.get("best")
     best = reprice(best, cells, prices) if best is not None else None
-    verdict = verdict_html(best, cells, prices)
-    decision = decision_chart(best) if best is not None else None
-    if decision is not None:
-        verdict += chart_div(specs, manifest, decision, "", "decision")
+
+    def draw(chart: Any, task: str, name: str) -> str:
+        return chart_div(specs, manifest, chart, task, name)
+
+    answers = answer(best, cells, tables.get("serving"))
+    paired = verdict_rows(best) if best is not None else pd.DataFrame()
+    paired = paired[paired["cost_ratio"].notna()] if not paired.empty else paired
+    ranged = row_ranges(paired, cells) if not paired.empty else paired
+    configs = configurations(cells)
+    first = answer_html(answers, study_facts(cells, prices), ranged, draw)
+    worded = best
+    if best is not None:  # configurations in words, where the cell is in these tables
+        worded = best.assign(
+            **{
+                f"{s}_config": best[f"{s}_cell"]
+                .astype(str)
+                .map(configs)
+                .fillna(best[f"{s}_config"])
+                for s in ("cpu", "gpu")
+            }
+        )
+    every_row = verdict_html(worded, cells, prices)
+    verdict = (
+        class_sections(answers, ranged, configs, cells, draw)
+        + '<details id="all-rows"><summary><h2>Every verdict row, in one table, with the '
+        f"prices used</h2></summary>{every_row}</details>"
+    )
     sections = []
     for task in tasks:
         body = task_section(for_task(tables, task), task, study, specs, manifest)
@@ -253,7 +307,7 @@ def build_page(
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{STYLE}</style>
 <script type="text/javascript">{javascript_bundle()}</script></head>
-<body><h1>{html.escape(title)}</h1>
+<body><header id="answer">{first}</header>
 <section id="verdict">{verdict}</section>
 <h2 id="details">Details per workload</h2>
 <p class="note">{html.escape(QUESTION)} Open a workload for its findings, tables and charts:
