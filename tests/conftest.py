@@ -16,11 +16,14 @@ REPO = Path(__file__).resolve().parents[1]
 FAST_MODULES = frozenset(
     {
         "test_analysis",
+        "test_answer",
         "test_architecture",
         "test_best_table",
         "test_catalog_data",
+        "test_cell_safety",
         "test_chart_rules",
         "test_config",
+        "test_config_bounds",
         "test_config_selection",
         "test_conll",
         "test_conll_ner",
@@ -30,16 +33,20 @@ FAST_MODULES = frozenset(
         "test_findings_wording",
         "test_flop_ratios",
         "test_grid",
+        "test_jpeg_cost",
         "test_malformed_records",
         "test_measurement",
         "test_ner_metrics",
         "test_pairing",
         "test_precision_math",
         "test_published_h100",
+        "test_published_ratios",
+        "test_readme_results",
         "test_report_page",
         "test_scaling",
         "test_transformer_workloads",
         "test_verdict",
+        "test_verdict_rules",
     }
 )
 

@@ -99,7 +99,10 @@ def _relative(df: pd.DataFrame, base: str) -> pd.DataFrame:
     per_sample = (work["price_per_hour"] / work["samples_per_s"]).where(work["status"].eq("ok"))
     base_cost = pd.Series(per_sample.to_numpy(), index=work["cell_id"].astype(str))
     base_cost = base_cost[~base_cost.index.duplicated()]
-    bases["base_usd_per_sample"] = bases["base_cell_id"].astype(str).map(base_cost)
+    # float even when no group has a base (an empty map would leave a string column)
+    bases["base_usd_per_sample"] = (
+        bases["base_cell_id"].astype(str).map(base_cost).astype("float64")
+    )
     merged = work.merge(
         bases[["_group", "base_samples_per_s", "base_usd_per_sample", "base_cell_id"]],
         on="_group",
