@@ -11,11 +11,12 @@ Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with 
 for the early-stopping estimate. All VALID: `max_valid_qps` is the median of the rates LoadGen
 scheduled in them. One INVALID: the next attempt `backoff` lower, while `confirm_attempts` last.
 
-Never a made-up rate: the section's `status` says what happened: ok; no_rate (INVALID down to
-`min_qps`); not_confirmed (every attempt had an INVALID run); over_budget (the next run would
-pass `budget_s`, the cell's share of its time limit); loadgen_failed (LoadGen raised or wrote no
-verdict). Every run, probes included, stays in the section: the p99-against-rate chart is drawn
-from them.
+Never a made-up rate: the section's `status` says what happened: ok; probed (confirm_runs 0: a
+replica or thread sweep cell, its probes' rate in `probe_qps`, no verdict); no_rate (INVALID
+down to `min_qps`); not_confirmed (every attempt had an INVALID run); over_budget (the next
+run would pass `budget_s`, the cell's share of its time limit); loadgen_failed (LoadGen raised
+or wrote no verdict). Every run, probes included, stays in the section: the chart of p99
+against offered rate is drawn from them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from devicebench.serving import loadgen
 from devicebench.serving.bounds import bound_ms
 
 SCHEDULE_SEED = 20261128  # the first run's arrival schedule; run n draws with this + n
-STATUSES = ("ok", "no_rate", "not_confirmed", "over_budget", "loadgen_failed")
+STATUSES = ("ok", "probed", "no_rate", "not_confirmed", "over_budget", "loadgen_failed")
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ class Search:
         return low, high
 
     def _confirm(self, low: float, high: float | None) -> dict[str, Any]:
+        if self.s.confirm_runs == 0:  # a sweep cell: the probes' rate, never a verdict
+            note = f"probes only (confirm_runs 0): {self._found(low, high, low)}"
+            return self._section("probed", note, probe_qps=low)
         qps = low
         for _attempt in range(self.s.confirm_attempts):
             runs = [self._run(qps, self.s.confirm_s, "confirm") for _ in range(self.s.confirm_runs)]
@@ -163,7 +167,7 @@ class Search:
                 values = [run["scheduled_qps"] or run["target_qps"] for run in runs]
                 return self._section(
                     "ok", self._found(low, high, qps), max_valid_qps=statistics.median(values),
-                    confirmed_at_qps=qps, run_qps=values, confirm_runs=runs,
+                    confirmed_at_qps=qps, probe_qps=low, run_qps=values, confirm_runs=runs,
                 )  # fmt: skip
             if qps * self.s.backoff < self.s.min_qps:
                 break
@@ -220,6 +224,7 @@ class Search:
             "max_valid_qps": found.get("max_valid_qps"),
             "run_qps": found.get("run_qps"),  # each confirming run's scheduled rate
             "confirmed_at_qps": found.get("confirmed_at_qps"),
+            "probe_qps": found.get("probe_qps"),  # the highest VALID probe
             "runs": len(confirm),
             "duration_s": self.s.confirm_s,
             "queries": [run.get("queries") for run in confirm],
