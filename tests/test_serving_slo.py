@@ -1,0 +1,124 @@
+"""The latency-bound search: MLPerf LoadGen's Server scenario against a tiny real HTTP server
+of known capacity (tests/queue_server.py: one request at a time, a fixed service time), short
+bounds and short runs; and the config errors of the per-model bounds."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from conftest import REPO
+from queue_server import queue_server
+
+from devicebench.config import ConfigError, check_config, load_config
+from devicebench.serving import slo
+from devicebench.serving.bounds import NoBound, bound_ms, check_bounds
+
+BODIES = [b"x" * 64] * 8
+KIND = "application/octet-stream"
+
+
+def _search(url, tmp_path, **given):
+    settings = slo.SloSettings(**({"probe_s": 1.0, "confirm_s": 1.0, "budget_s": 300.0} | given))
+    return slo.search(url, BODIES, tmp_path / "slo", settings, 40.0, KIND)
+
+
+def test_search_brackets_bisects_and_confirms_below_the_servers_capacity(tmp_path):
+    # capacity 100 requests/s: above it the queue grows by the excess, past the 150 ms bound
+    # within a run; the bound stays well above this shared host's scheduling stalls (~60 ms)
+    service_ms, bound = 10.0, 150.0
+    with queue_server(service_ms) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=bound, confirm_runs=2, min_qps=10.0, max_probes=6,
+            tolerance=0.1, confirm_attempts=3, backoff=0.7,
+        )  # fmt: skip
+    probes = found["probes"]
+    assert found["status"] == "ok", found["message"]
+    valid = [p["target_qps"] for p in probes if p["valid"]]
+    invalid = [p["target_qps"] for p in probes if not p["valid"]]
+    assert valid and invalid, "the search brackets: a VALID rate and an INVALID one"
+    assert max(valid) < min(invalid), "the bracket only narrows"
+    assert probes[1]["target_qps"] == 2 * probes[0]["target_qps"], "doubles from a VALID start"
+    assert found["probe_qps"] == max(valid) < min(invalid)
+    assert found["confirmed_at_qps"] <= found["probe_qps"]
+    assert found["runs"] == 2 and len(found["run_qps"]) == 2
+    assert found["max_valid_qps"] == statistics.median(found["run_qps"])
+    assert found["confirmed_at_qps"] < 1000 / service_ms
+    assert found["early_stopping_met"] is True
+    assert all(q >= slo.loadgen.SERVER_EARLY_STOPPING_QUERIES for q in found["queries"])
+    confirmed = [r for r in found["confirms"] if r["target_qps"] == found["confirmed_at_qps"]]
+    assert all(r["valid"] and r["p99_ms"] <= bound for r in confirmed)
+    assert len({r["log_dir"] for r in found["probes"] + found["confirms"]}) == len(
+        found["probes"] + found["confirms"]
+    ), "every run keeps its own LoadGen logs"
+
+
+def test_a_bound_under_one_service_time_has_no_rate(tmp_path):
+    with queue_server(10.0) as url:  # every answer takes 10 ms: a 5 ms p99 cannot be met
+        found = _search(url, tmp_path, p99_bound_ms=5.0, min_qps=50.0, start_qps=100.0)
+    assert found["status"] == "no_rate"
+    assert found["max_valid_qps"] is None and found["runs"] == 0
+    assert [p["target_qps"] for p in found["probes"]] == [100.0, 50.0]
+    assert all(not p["valid"] and p["p99_ms"] > 5.0 for p in found["probes"])
+    assert "p99 <= 5 ms" in found["message"]
+
+
+def test_probes_alone_give_no_verdict(tmp_path):
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=200.0, confirm_runs=0, max_probes=1)
+    assert found["status"] == "probed"
+    assert found["probe_qps"] == 40.0 and found["max_valid_qps"] is None
+    assert found["runs"] == 0 and found["confirms"] == []
+
+
+def test_a_search_past_its_budget_says_so_without_running(tmp_path):
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=50.0, budget_s=0.5)
+    assert found["status"] == "over_budget"
+    assert "budget_s 0.5" in found["message"]
+    assert found["probes"] == [] and found["max_valid_qps"] is None
+
+
+def test_loadgen_that_cannot_start_is_recorded_as_failed(tmp_path):
+    blocker = tmp_path / "slo"
+    blocker.write_text("a file where LoadGen's log folder must go")
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=50.0)
+    assert found["status"] == "loadgen_failed"
+    assert "LoadGen failed at 40 QPS" in found["message"]
+    assert found["max_valid_qps"] is None
+
+
+def test_mlperf_bounds_are_the_defaults():
+    assert bound_ms("serve_image", "resnet50") == 15.0
+    assert bound_ms("serve_text", "bert-base") == 130.0
+    assert bound_ms("serve_image", "resnet50", {"resnet50": 20}) == 20.0
+
+
+def test_a_model_without_a_bound_is_an_error_naming_it():
+    with pytest.raises(NoBound, match="'convnext-serve'.*serve_image"):
+        bound_ms("serve_image", "convnext-serve")
+    with pytest.raises(NoBound, match="convnext-serve"):
+        check_bounds("serve_image", ["resnet50", "convnext-serve"], {"probe_s": 1})
+    check_bounds("serve_image", ["convnext-serve"], None)  # no search asked: no bound needed
+
+
+def test_slo_settings_name_an_unknown_key():
+    with pytest.raises(ValueError, match="probe_seconds"):
+        slo.SloSettings.from_config("serve_image", "resnet50", {"probe_seconds": 1})
+
+
+@pytest.mark.parametrize(
+    ("bounds", "words"),
+    [
+        ({"resnet152": 40}, ["tasks.serve_image.serve.slo.p99_bounds_ms.resnet152", "not served"]),
+        ({"mobilenetv2": -1}, ["p99_bounds_ms", "-1"]),
+    ],
+)
+def test_config_bounds_are_checked_before_any_cell(bounds, words):
+    config = load_config(REPO / "config" / "config.yaml")
+    config["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"] = bounds
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
