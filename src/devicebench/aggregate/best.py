@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.aggregate import serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.engines.agreement import REQUIRED
 
@@ -53,7 +54,19 @@ def best_table(cells: pd.DataFrame) -> pd.DataFrame:
     """One row per (task, mode, boot_id, code_version, model, pick) over the ok cells.
 
     `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
+    Serve cells are judged at their model's p99 bound instead (aggregate.serving_best).
     """
+    serve = serving_best.is_serve(cells)
+    table = _best_of(cells[~serve])
+    extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
+    served = serving_best.serve_rows(cells[serve], lambda c: config_name(c, extras), COLUMNS)
+    if served.empty:
+        return table
+    return served if table.empty else pd.concat([table, served], ignore_index=True)
+
+
+def _best_of(cells: pd.DataFrame) -> pd.DataFrame:
+    """best_table's rows of every mode but serve."""
     ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)].copy()
     below = ok.get("quality_below_reference", pd.Series(False, index=ok.index))
     # kept in the group, so a device whose every cell disagrees says so rather than "no ok cell"

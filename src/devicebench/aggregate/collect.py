@@ -17,6 +17,7 @@ import pandas as pd
 
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import read_record
+from devicebench.aggregate.serving_best import slo_columns
 from devicebench.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
@@ -229,6 +230,7 @@ def _row(path: Path) -> dict[str, Any]:
     row["code_version"] = np.nan if version is None else version
     row["precision_math"] = _get(_section(record, "model"), "precision_math")
     row.update(_usage(record, row))
+    row.update(slo_columns(record))  # serve cells: the latency-bound verdict (serving_best)
     row.update(energy.energy_columns(record))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})

@@ -8,6 +8,7 @@ import pandas as pd
 
 from devicebench.aggregate.collect import read_table
 from devicebench.aggregate.serving import SERVING_COLUMNS
+from devicebench.aggregate.serving_slo import RUN_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
 from devicebench.report.verdict import load_best
 
@@ -27,7 +28,11 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     """The aggregate tables the write-up needs, read back with their dtypes."""
     folder = Path(folder)
     tables = {name: read_table(folder / f"{name}.csv") for name in REPORT_TABLES}
-    for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
+    for name, columns in (
+        ("utilization", TIMELINE_COLUMNS),
+        ("profile_ops", OPS_COLUMNS),
+        ("serving_slo_runs", RUN_COLUMNS),  # absent in results from before the search
+    ):
         path = folder / f"{name}.csv"
         tables[name] = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=columns)
     engines = folder / "engines.csv"  # only studies with an engine axis (Spark) fill it
