@@ -122,3 +122,47 @@ def test_config_bounds_are_checked_before_any_cell(bounds, words):
         check_config(config)
     for word in words:
         assert word in str(caught.value), str(caught.value)
+
+
+def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
+    """A real serve cell (MobileNetV2 at 32 px on 2 threads behind the scoring server) with a
+    short search and the yardstick: the record's serving.slo and serving.inprocess_ratio."""
+    import json
+
+    from devicebench.cell import run_cell
+    from devicebench.data import prepare_dataset
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
+    search = {"p99_bounds_ms": {"mobilenetv2": 500}, "probe_s": 0.5, "confirm_runs": 1}
+    search |= {"confirm_s": 0.5, "max_probes": 2, "min_qps": 20, "budget_s": 120}
+    serve = {"image_size": 32, "requests": 24, "warmup_requests": 4, "loadgen_scenarios": []}
+    serve |= {"slo": search, "inprocess_s": 0.5}
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 400, "serve": json.dumps(serve)}
+    out = tmp_path / "cell.json"
+    record = run_cell(
+        make_cell(values, {"clients": 4}, settings),
+        data=manifest,
+        out=out,
+        extra={"log_dir": str(tmp_path / "logs")},
+    )
+    assert record["status"] == "ok", record.get("message")
+    found = record["serving"]["slo"]
+    assert found["status"] in slo.STATUSES and found["p99_bound_ms"] == 500
+    assert found["probes"], found["message"]
+    assert all(p["queries"] >= slo.loadgen.SERVER_EARLY_STOPPING_QUERIES for p in found["probes"])
+    if found["status"] == "ok":
+        assert found["max_valid_qps"] == statistics.median(found["run_qps"])
+    else:
+        assert found["max_valid_qps"] is None
+    yardstick = record["serving"]["inprocess"]
+    assert yardstick["samples_per_s"] > 0 and yardstick["batch"] == 4
+    ratio = record["serving"]["inprocess_ratio"]
+    pool = record["serving"]["pool"]["requests_per_s"]
+    assert ratio == pytest.approx(pool / yardstick["samples_per_s"])
+    assert record["serving"]["inprocess_below_target"] == (ratio < 0.8)
+    assert json.loads(out.read_text())["serving"]["slo"]["status"] == found["status"]
