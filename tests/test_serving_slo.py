@@ -166,3 +166,24 @@ def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
     assert ratio == pytest.approx(pool / yardstick["samples_per_s"])
     assert record["serving"]["inprocess_below_target"] == (ratio < 0.8)
     assert json.loads(out.read_text())["serving"]["slo"]["status"] == found["status"]
+
+
+def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_that_pair():
+    from devicebench.blocks import assign_blocks
+    from devicebench.grid import expand_grid
+
+    for name in ("h100_serving.yaml", "study.yaml"):
+        study = load_config(REPO / "config" / name)
+        for task in ("serve_image", "serve_text"):
+            search = study["tasks"][task]["serve"]["slo"]
+            assert search["confirm_runs"] >= 3 and search["confirm_s"] >= 60, name
+    study = load_config(REPO / "config" / "h100_serving.yaml")
+    cells = expand_grid(study)
+    gpu = [c.values for c in cells if c.values["device"] == "cuda"]
+    assert gpu and all(v["precision"] == "bf16" for v in gpu)
+    assert {int(c.values["replicas"]) for c in cells} == {1, 2, 4, 8}
+    blocks = assign_blocks(study["blocks"], cells)
+    assert sum(len(members) for members in blocks.values()) == len(cells)
+    for block, members in blocks.items():
+        devices = {cell.values["device"] for cell in members}
+        assert devices == ({"cpu"} if block.endswith("-cpu") else {"cpu", "cuda"}), block

@@ -102,6 +102,7 @@ class Search:
         self.started = clock()
         self.probes: list[dict[str, Any]] = []
         self.confirms: list[dict[str, Any]] = []
+        self.cut: str | None = None  # why probing stopped early to leave the confirming runs time
 
     def run(self, start_qps: float) -> dict[str, Any]:
         start = self.s.start_qps or start_qps
@@ -131,7 +132,9 @@ class Search:
         """A VALID rate below an INVALID one (high None: VALID at max_qps; low None: no rate)."""
         low = high = None
         while len(self.probes) < self.s.max_probes:
-            if self._probe(qps):
+            if (valid := self._probe_or_stop(qps, low)) is None:
+                break
+            if valid:
                 low = qps
                 if high is not None or qps >= self.s.max_qps:
                     break
@@ -150,7 +153,9 @@ class Search:
             if len(self.probes) >= self.s.max_probes:
                 break
             middle = (low + high) / 2
-            if self._probe(middle):
+            if (valid := self._probe_or_stop(middle, low)) is None:
+                break
+            if valid:
                 low = middle
             else:
                 high = middle
@@ -182,27 +187,49 @@ class Search:
         )
 
     def _found(self, low: float, high: float | None, confirmed: float) -> str:
-        if high is None:
+        if high is None and self.cut is None and low >= self.s.max_qps:
             note = f"VALID at max_qps {self.s.max_qps:g}: the cap, not the server, set the rate"
+        elif high is None:
+            note = f"VALID up to {low:.4g} QPS, no INVALID rate found above it"
         else:
             note = f"bracket {low:.4g}-{high:.4g} QPS"
             if (high - low) / low > self.s.tolerance:
-                note += f" (wider than tolerance {self.s.tolerance:g}: max_probes spent)"
+                note += f" (wider than tolerance {self.s.tolerance:g})"
+        if self.cut:
+            note += f"; probing stopped: {self.cut}"
         if confirmed < low:
             note += f"; confirmed at {confirmed:.4g} QPS, below it (a run at the bracket failed)"
         return note
 
-    def _probe(self, qps: float) -> bool:
-        return _valid(self._run(qps, self.s.probe_s, "probe"))
+    def _probe_or_stop(self, qps: float, low: float | None) -> bool | None:
+        """Whether a probe at `qps` is VALID; None when it would leave the confirming runs at
+        the VALID rate `low` too little of the budget (without a VALID rate: over_budget)."""
+        try:
+            return _valid(self._run(qps, self.s.probe_s, "probe", reserve_at=low or qps))
+        except _Budget as why:
+            if low is None:
+                raise
+            self.cut = str(why)
+            return None
 
-    def _run(self, qps: float, seconds: float, phase: str) -> dict[str, Any]:
+    def _lasts(self, qps: float, seconds: float) -> tuple[int, float]:
         queries = max(loadgen.server_queries(0), math.ceil(qps * seconds))
-        lasts = max(seconds, queries / qps)
+        return queries, max(seconds, queries / qps)
+
+    def _run(
+        self, qps: float, seconds: float, phase: str, reserve_at: float | None = None
+    ) -> dict[str, Any]:
+        """One LoadGen run; a probe also keeps the confirming runs' time (at `reserve_at`)."""
+        queries, lasts = self._lasts(qps, seconds)
+        reserve = 0.0
+        if reserve_at:
+            reserve = self.s.confirm_runs * self._lasts(reserve_at, self.s.confirm_s)[1]
         spent = self.clock() - self.started
-        if spent + lasts > self.s.budget_s:
+        if spent + lasts + reserve > self.s.budget_s:
+            kept = f" and {reserve:.0f} s kept for the confirming runs" if reserve else ""
             raise _Budget(
-                f"a {phase} at {qps:.4g} QPS ({queries} queries, {lasts:.0f} s) would pass the "
-                f"search's budget_s {self.s.budget_s:g} ({spent:.0f} s spent)"
+                f"a {phase} at {qps:.4g} QPS ({queries} queries, {lasts:.0f} s{kept}) would "
+                f"pass the search's budget_s {self.s.budget_s:g} ({spent:.0f} s spent)"
             )
         try:
             run = self.runner(qps, seconds, queries, len(self.probes) + len(self.confirms))
