@@ -17,7 +17,7 @@ import pandas as pd
 
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import read_record
-from devicebench.aggregate.serving_best import slo_columns
+from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
 from devicebench.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
@@ -40,6 +40,7 @@ CONTEXT_COLUMNS = """
     perplexity precision_micro recall_micro threads_requested precision_math
     agreement_fp32 quality_below_reference
 """.split()
+CONTEXT_COLUMNS += SLO_CELL_COLUMNS  # serve cells' verdict at the p99 bound (serving_best)
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = "base_label base_status base_median_s speedup note accuracy_spread".split()
 # Columns the analysis stage adds (cost from prices, FLOP/s against peaks, agreement).

@@ -26,6 +26,9 @@ PREDATES_NOTE = (
     "predates the latency-bound search (no serving.slo): closed-loop throughput only, no verdict"
 )
 
+# the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
+SLO_CELL_COLUMNS = ("slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio")
+
 
 def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict's columns of the cells frame (collect.py) for a serve record; {} otherwise."""
