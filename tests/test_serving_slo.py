@@ -79,6 +79,22 @@ def test_a_search_past_its_budget_says_so_without_running(tmp_path):
     assert found["probes"] == [] and found["max_valid_qps"] is None
 
 
+def test_probing_stops_to_leave_the_confirming_runs_their_time(tmp_path):
+    # at 50 QPS a run of 459 queries lasts 9.2 s: the budget holds the first probe and one
+    # confirming run (18.4 s) with 2.3 s to spare, but not the next probe (4.6 s) as well
+    with queue_server(2.0) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=200.0, start_qps=50.0, confirm_runs=1, budget_s=20.6
+        )
+    assert found["status"] == "ok", found["message"]
+    assert [p["target_qps"] for p in found["probes"]] == [50.0]
+    assert (
+        "probing stopped" in found["message"]
+        and "kept for the confirming runs" in (found["message"])
+    )
+    assert found["confirmed_at_qps"] == 50.0 and found["runs"] == 1
+
+
 def test_loadgen_that_cannot_start_is_recorded_as_failed(tmp_path):
     blocker = tmp_path / "slo"
     blocker.write_text("a file where LoadGen's log folder must go")
