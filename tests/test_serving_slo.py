@@ -203,3 +203,16 @@ def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_t
     for block, members in blocks.items():
         devices = {cell.values["device"] for cell in members}
         assert devices == ({"cpu"} if block.endswith("-cpu") else {"cpu", "cuda"}), block
+
+
+def test_a_served_model_with_no_bound_anywhere_stops_the_config(monkeypatch):
+    from devicebench.workloads.serve_image import ServeImage
+
+    defaults = {k: v for k, v in ServeImage.p99_bounds_ms.items() if k != "mobilenetv2"}
+    monkeypatch.setattr(ServeImage, "p99_bounds_ms", defaults)  # a model added without one
+    config = load_config(REPO / "config" / "config.yaml")
+    del config["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"]
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    message = str(caught.value)
+    assert "tasks.serve_image.serve.slo.p99_bounds_ms" in message and "'mobilenetv2'" in message
