@@ -54,7 +54,9 @@ def p99_vs_rate(runs: pd.DataFrame) -> alt.TopLevelMixin:
             y=y,
             color=color,
             detail="line:N",
-            fill=alt.condition("datum.valid", "device_label:N", alt.value("transparent")),
+            fill=alt.condition(
+                "datum.valid", alt.Fill("device_label:N", legend=None), alt.value("transparent")
+            ),
             shape=alt.Shape("phase:N", title="run (filled: VALID)"),
             tooltip=[
                 "line:N",
@@ -85,4 +87,5 @@ def p99_vs_rate(runs: pd.DataFrame) -> alt.TopLevelMixin:
         .facet(row=alt.Row("model:N", title=None))
         .resolve_scale(x="independent", y="independent")
     )
-    return chart.properties(title=TITLE)
+    said = "dashed: the model's p99 bound; diamond: the verdict, max_valid_qps (confirmed runs)"
+    return chart.properties(title=alt.Title(TITLE, subtitle=[said]))
