@@ -23,7 +23,8 @@ DEVICES = {"cpu": "cpu", "gpu": "cuda"}
 SHOWN = {"cpu": "CPU", "gpu": "GPU"}
 PREDATES = "predates_search"
 PREDATES_NOTE = (
-    "predates the latency-bound search (no serving.slo): closed-loop throughput only, no verdict"
+    "no latency-bound search (serving.slo): the record predates it or its config set no "
+    "serve.slo; closed-loop throughput only, no verdict"
 )
 
 # the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
