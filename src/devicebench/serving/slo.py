@@ -240,6 +240,13 @@ class Search:
             raise _Failed(f"LoadGen gave no verdict at {qps:.4g} QPS (log: {run.get('log_dir')})")
         run = run | {"phase": phase, "target_qps": qps, "duration_s": seconds}
         (self.probes if phase == "probe" else self.confirms).append(run)
+        p99 = (run.get("latency_ms") or {}).get("p99")
+        said = "VALID" if _valid(run) else f"INVALID ({run.get('http_errors') or 0} errors)"
+        print(
+            f"[devicebench] latency-bound search: {phase} at {qps:.4g} QPS, {said}, "
+            f"p99 {p99 if p99 is None else round(p99, 1)} ms",
+            flush=True,
+        )  # long work shows progress
         return run
 
     def _section(self, status: str, message: str, **found: Any) -> dict[str, Any]:
