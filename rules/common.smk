@@ -71,6 +71,8 @@ TABLE_NAMES = [
     "engines",
     "best",
     "serving",
+    "serving_slo",
+    "serving_slo_runs",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
@@ -87,6 +89,7 @@ CHART_NAMES = [
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
     "serve_replica_scaling",
+    "serve_p99_vs_rate",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

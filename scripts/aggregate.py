@@ -23,6 +23,7 @@ from devicebench.aggregate.collect import collect_records, write_table  # noqa: 
 from devicebench.aggregate.engines import engine_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
 from devicebench.aggregate.serving import serving_table  # noqa: E402
+from devicebench.aggregate.serving_slo import slo_runs_table, slo_table  # noqa: E402
 from devicebench.aggregate.tables import (  # noqa: E402
     not_ok_table,
     quality_table,
@@ -122,6 +123,8 @@ def aggregate(
         "engines": engine_table(cells),
         "best": best_table(cells, price_table),
         "serving": serving_table(paths, price_table),
+        "serving_slo": slo_table(paths, price_table),
+        "serving_slo_runs": slo_runs_table(paths),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

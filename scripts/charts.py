@@ -22,6 +22,7 @@ if importlib.util.find_spec("devicebench") is None:
 
 from devicebench.aggregate.collect import read_table  # noqa: E402
 from devicebench.aggregate.serving import SERVING_COLUMNS  # noqa: E402
+from devicebench.aggregate.serving_slo import RUN_COLUMNS  # noqa: E402
 from devicebench.aggregate.tables import speedup_table  # noqa: E402
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS  # noqa: E402
 from devicebench.aggregate.writeup_charts import write_all_charts  # noqa: E402
@@ -75,7 +76,11 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
         if serving and serving.exists()
         else pd.DataFrame(columns=SERVING_COLUMNS)
     )
-    for name, columns in (("utilization", TIMELINE_COLUMNS), ("profile_ops", OPS_COLUMNS)):
+    for name, columns in (
+        ("utilization", TIMELINE_COLUMNS),
+        ("profile_ops", OPS_COLUMNS),
+        ("serving_slo_runs", RUN_COLUMNS),  # absent in results from before the search
+    ):
         path = folder / f"{name}.csv" if folder else None
         tables[name] = (
             pd.read_csv(path) if path and path.exists() else pd.DataFrame(columns=columns)

@@ -145,6 +145,8 @@ def _check_names(study: dict[str, Any]) -> None:
             get(task).validate(settings)
         except ValueError as error:
             raise ConfigError(f"config key tasks.{task}.{error}") from None
+        if TASKS[task].kind == "serve":
+            _check_serve_bounds(task, settings)
     known = sorted({spec.dataset for spec in TASKS.values()} | set(ALTERNATIVES))
     for name, settings in study.get("datasets", {}).items():
         if name not in known:
@@ -153,6 +155,17 @@ def _check_names(study: dict[str, Any]) -> None:
             )
         if settings.get("source") == "path" and not settings.get("path"):
             raise ConfigError(f"config key datasets.{name}.path: required when source is 'path'")
+
+
+def _check_serve_bounds(task: str, settings: dict[str, Any]) -> None:
+    """A serve task with the latency-bound search: a p99 bound for each of its models."""
+    from devicebench.serving.bounds import NoBound, check_bounds
+
+    models = settings.get("models", specs()[task].models)
+    try:
+        check_bounds(task, models, (settings.get("serve") or {}).get("slo"))
+    except NoBound as error:
+        raise ConfigError(f"config key tasks.{task}.{error}") from None
 
 
 ALTERNATIVES = {name for names in ALTERNATIVE_DATASETS.values() for name in names}

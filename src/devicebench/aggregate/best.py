@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from devicebench.aggregate import noise
+from devicebench.aggregate import noise, serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
 from devicebench.aggregate.quality_gate import unverified
@@ -77,7 +77,19 @@ def best_table(cells: pd.DataFrame, prices: dict[str, Any] | None = None) -> pd.
     rows of each comparison declared in `prices` (CPU machine against GPU machine).
 
     `cells` is the analysed cells frame (add_analysis: samples_per_s, price_per_hour, gpus).
+    Serve cells are judged at their model's p99 bound instead (aggregate.serving_best).
     """
+    serve = serving_best.is_serve(cells)
+    table = _best_of(cells[~serve], prices)
+    extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
+    served = serving_best.serve_rows(cells[serve], lambda c: config_name(c, extras), COLUMNS)
+    if served.empty:
+        return table
+    return served if table.empty else pd.concat([table, served], ignore_index=True)
+
+
+def _best_of(cells: pd.DataFrame, prices: dict[str, Any] | None) -> pd.DataFrame:
+    """best_table's rows of every mode but serve."""
     ok = cells[cells["status"].eq("ok") & (pd.to_numeric(cells["samples_per_s"]) > 0)].copy()
     below = ok.get("quality_below_reference", pd.Series(False, index=ok.index))
     # kept in the group, so a device whose every cell disagrees says so rather than "no ok cell"

@@ -17,6 +17,7 @@ import pandas as pd
 
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import duplicates, read_record
+from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
 from devicebench.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
@@ -39,6 +40,7 @@ CONTEXT_COLUMNS = """
     perplexity precision_micro recall_micro threads_requested precision_math
     agreement_fp32 quality_below_reference agreement_note model_weights min_s max_s train_steps
 """.split()
+CONTEXT_COLUMNS += SLO_CELL_COLUMNS  # serve cells' verdict at the p99 bound (serving_best)
 # Columns the derived tables add; known so they are never mistaken for extra axes.
 DERIVED_COLUMNS = """
     base_label base_status base_median_s base_samples_per_s base_cell_id speedup note
@@ -239,6 +241,7 @@ def _row(path: Path) -> dict[str, Any]:
     row["model_weights"] = _get(_section(record, "model"), "weights")
     row.update(_spread_and_steps(timings, _section(provenance, "settings")))
     row.update(_usage(record, row))
+    row.update(slo_columns(record))  # serve cells: the latency-bound verdict (serving_best)
     row.update(energy.energy_columns(record))
     if status != "ok":
         row.update({key: np.nan for key in MEASURED_COLUMNS})

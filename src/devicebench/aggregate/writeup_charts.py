@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate import charts as base
-from devicebench.aggregate import serving_charts
+from devicebench.aggregate import serving_charts, serving_slo_charts
 from devicebench.aggregate.charts import (
     _batch_axis,
     _data,
@@ -27,6 +27,7 @@ from devicebench.aggregate.charts import (
     save_chart,
 )
 from devicebench.aggregate.serving import SERVING_COLUMNS
+from devicebench.aggregate.serving_slo import RUN_COLUMNS
 
 CHART_NAMES = [
     "time_vs_batch",
@@ -42,6 +43,7 @@ CHART_NAMES = [
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
     "serve_replica_scaling",
+    "serve_p99_vs_rate",
 ]
 
 
@@ -202,6 +204,7 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
     """Every chart of the write-up, from the aggregate tables (cells, speedup, ...)."""
     cells, speedup = tables["cells"], tables["speedup"]
     serving = tables.get("serving", pd.DataFrame(columns=SERVING_COLUMNS))
+    slo_runs = tables.get("serving_slo_runs", pd.DataFrame(columns=RUN_COLUMNS))
     return {
         "time_vs_batch": base.time_vs_batch(cells),
         "throughput_vs_batch": throughput_vs_batch(cells),
@@ -216,6 +219,7 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "serve_throughput_vs_clients": serving_charts.throughput_vs_clients(serving),
         "serve_latency_percentiles": serving_charts.latency_percentiles(serving),
         "serve_replica_scaling": serving_charts.replica_scaling(serving),
+        "serve_p99_vs_rate": serving_slo_charts.p99_vs_rate(slo_runs),
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from devicebench.energy import EnergyMeter
 from devicebench.marks import mark
 from devicebench.sampler import Sampler
-from devicebench.serving import loadgen, steady
+from devicebench.serving import inprocess, loadgen, slo, steady
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.process import ServerProcess
@@ -48,6 +48,10 @@ DEFAULTS: dict[str, Any] = {
     "server_search_steps": 4,
     "loadgen_server_max_run_s": None,
     "ray_address": "",
+    # the serving verdict: the latency-bound search (serving.slo); None: not run
+    "slo": None,
+    # seconds of the in-process yardstick (serving.inprocess) after the server stops; 0: none
+    "inprocess_s": 0.0,
 }
 
 
@@ -146,10 +150,12 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
         )
         scenarios = _loadgen(url, payloads, serve, pool, clients, log_dir, kind)
         mark("loadgen_done")
+        bounded = _slo(url, payloads, serve, settings, pool, log_dir, kind, started)
         stats = server.stats()
     mark("server_stopped")
     steady.add_capacity(pool, payloads, serve, clients, processes, kind)
     mark("capacity_measured")
+    yardstick = _inprocess(server, serve, settings)
     return {
         "serving": {
             "server": settings.get("server", "uvicorn"),
@@ -171,6 +177,17 @@ def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
             "steady_window": pool.get("steady"),  # None: a fixed request count
             "client_bound": pool.get("client_bound"),
             "loadgen": scenarios,
+            "slo": bounded,
+            "inprocess": yardstick,
+            **inprocess.ratio_section(
+                yardstick,
+                pool.get("requests_per_s"),
+                {
+                    "batch_sizes": stats["batch_sizes"],
+                    "max_batch": int(settings["batch_size"]),
+                    "client_bound": pool.get("client_bound"),
+                },
+            ),  # fmt: skip
             "log_dir": str(log_dir),
         },
         "timings": {
@@ -231,6 +248,38 @@ def _loadgen(url, payloads, serve, pool, clients, log_dir: Path, kind: str) -> d
             )
         log(f"loadgen {scenario}: {_brief(out[scenario])}")
     return out
+
+
+def _slo(url, payloads, serve, settings, pool, log_dir: Path, kind: str, started: float):
+    """The latency-bound search, within what is left of the cell's time limit; None when the
+    config asks for none."""
+    if not serve["slo"]:
+        return None
+    options = dict(serve["slo"])
+    timeout = settings.get("timeout_s")
+    if timeout:  # keep a minute for the pool's capacity run, the yardstick and the record
+        left = float(timeout) - (time.perf_counter() - started) - 60.0
+        options["budget_s"] = min(float(options.get("budget_s", left)), max(left, 0.0))
+    wanted = slo.SloSettings.from_config(settings["task"], settings["model"], options)
+    log(f"latency-bound search: p99 <= {wanted.p99_bound_ms:g} ms, budget {wanted.budget_s:.0f} s")
+    found = slo.search(
+        url, payloads, log_dir / "slo", wanted, float(pool.get("requests_per_s") or 0.0), kind
+    )
+    log(f"latency-bound search: {found['status']}, max_valid_qps {found['max_valid_qps']}; "
+        f"{found['message']}")  # fmt: skip
+    mark("slo_done")
+    return found
+
+
+def _inprocess(server, serve, settings) -> dict[str, Any]:
+    """The in-process yardstick with the server's own options, the server stopped."""
+    seconds = float(serve["inprocess_s"])
+    if seconds <= 0:
+        return {"samples_per_s": None, "error": "not measured (serve.inprocess_s is 0)"}
+    measured = inprocess.measure(server.command, seconds, timeout_s=600.0)
+    mark("inprocess_measured")
+    log(f"in-process yardstick: {measured.get('samples_per_s')} samples/s")
+    return measured
 
 
 def _brief(result: dict[str, Any]) -> str:

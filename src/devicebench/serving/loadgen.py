@@ -100,8 +100,12 @@ def run_scenario(
     target_latency_ms: float = 100.0,
     max_connections: int = 64,
     content_type: str = JPEG,
+    schedule_seed: int | None = None,
 ) -> dict[str, Any]:
-    """One LoadGen performance run; LoadGen's result, validity and latencies, and HTTP errors."""
+    """One LoadGen performance run; LoadGen's result, validity and latencies, and HTTP errors.
+
+    `schedule_seed` draws another Poisson arrival schedule (LoadGen's default seed gives every
+    run the same one): repeated runs at one rate are then repetitions, not replays."""
     import mlperf_loadgen as lg
 
     if scenario not in SCENARIOS:
@@ -117,6 +121,8 @@ def run_scenario(
     settings.server_target_qps = target_qps
     settings.server_target_latency_ns = int(target_latency_ms * 1e6)
     settings.single_stream_expected_latency_ns = int(1e9 / max(target_qps, 1e-3))
+    if schedule_seed is not None:
+        settings.schedule_rng_seed = int(schedule_seed)
     log_dir.mkdir(parents=True, exist_ok=True)
     logging = lg.LogSettings()
     logging.log_output.outdir = str(log_dir)
@@ -157,6 +163,8 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
         "latency_met": detail.get("result_perf_constraints_met"),
         "early_stopping_met": detail.get("early_stopping_met"),
         "result": None if result is None else float(result),
+        # Server: the Poisson rate LoadGen actually scheduled (MLPerf's Server result when VALID)
+        "scheduled_qps": _number(detail.get("result_scheduled_samples_per_sec")),
         "result_metric": "p90_latency_ms" if scenario == "SingleStream" else result_key,
         "target_qps": target_qps if scenario != "SingleStream" else None,
         "target_latency_ms": target_latency_ms if scenario == "Server" else None,
@@ -170,6 +178,10 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
         "http_errors": errors,
         "log_dir": str(log_dir),
     }
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def search_server_qps(

@@ -110,6 +110,9 @@ class ServeWorkload(Workload):
 
     content_type: ClassVar[str]  # what the server accepts
     client_content_type: ClassVar[str]  # what the clients send
+    # each model's p99 latency bound for the serving verdict (devicebench.serving.bounds): MLPerf
+    # Inference's Server bound where it has one, else a choice the workload documents
+    p99_bounds_ms: ClassVar[dict[str, float]] = {}
 
     def make_scorer(
         self, framework: str, model: str, device: str, precision: str, **options: Any

@@ -1,0 +1,168 @@
+"""best.csv's serve rows: each device's best server judged at the model's p99 latency bound.
+
+A serve verdict is not the closed-loop throughput: it is `max_valid_qps`, the highest Poisson
+rate whose p99 stayed under the bound in LoadGen's Server scenario, confirmed by repeated runs
+(devicebench.serving.slo), and the cost per 1,000 requests at that rate. Per (task, mode,
+boot_id, code_version, model) group: the CPU's and the GPU's best confirmed cell by that rate
+(`fastest`) and by its cost (`cheapest`); a device none of whose cells met the bound says so
+("CPU: no rate meets p99 <= 15 ms"); a group whose records predate the search says that instead
+of a verdict. best.py calls `serve_rows` (its own logic is for the other modes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+GROUP = ["task", "mode", "boot_id", "code_version", "model"]
+DEVICES = {"cpu": "cpu", "gpu": "cuda"}
+SHOWN = {"cpu": "CPU", "gpu": "GPU"}
+PREDATES = "predates_search"
+PREDATES_NOTE = (
+    "no latency-bound search (serving.slo): the record predates it or its config set no "
+    "serve.slo; closed-loop throughput only, no verdict"
+)
+
+# the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
+SLO_CELL_COLUMNS = ("slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio")
+
+
+def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict's columns of the cells frame (collect.py) for a serve record; {} otherwise."""
+    axes = record.get("axes") or {}
+    if not isinstance(axes, Mapping) or axes.get("mode") != "serve":
+        return {}
+    serving = record.get("serving") if isinstance(record.get("serving"), Mapping) else {}
+    found = serving.get("slo") if isinstance(serving.get("slo"), Mapping) else None
+    if found is None:
+        return {"slo_status": PREDATES, "slo_message": PREDATES_NOTE}
+    return {
+        "slo_status": found.get("status"),
+        "slo_message": found.get("message"),
+        "p99_bound_ms": found.get("p99_bound_ms"),
+        "max_valid_qps": found.get("max_valid_qps"),
+        "inprocess_ratio": serving.get("inprocess_ratio"),
+    }
+
+
+def is_serve(cells: pd.DataFrame) -> pd.Series:
+    """Which rows of the cells frame are serve cells."""
+    if "mode" not in cells:
+        return pd.Series(False, index=cells.index)
+    return cells["mode"].astype(str).eq("serve")
+
+
+def serve_rows(
+    cells: pd.DataFrame, name: Callable[[pd.Series], str], columns: list[str]
+) -> pd.DataFrame:
+    """best.csv's rows (its `columns`) for the serve cells among `cells` (analysed: with
+    price_per_hour); `name` is best.py's configuration text of one cell."""
+    serve = cells[is_serve(cells)].copy()
+    if serve.empty:
+        return pd.DataFrame(columns=columns)
+    for column in [*GROUP, "slo_status", "max_valid_qps", "p99_bound_ms", "gpus", "gpu_name"]:
+        if column not in serve:
+            serve[column] = np.nan
+    serve["_key"] = [tuple(_text(v) for v in row) for row in serve[GROUP].itertuples(index=False)]
+    rows = []
+    for key, group in serve.groupby("_key", sort=True):
+        base = dict(zip(GROUP, key, strict=True))
+        predates = group["slo_status"].fillna(PREDATES).astype(str).eq(PREDATES).all()
+        for pick in ("fastest", "cheapest"):  # the verdict shows `cheapest`: the note with it
+            empty = base | {"pick": pick, "note": PREDATES_NOTE}
+            rows.append(empty if predates else _pair(base, pick, group, name))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _pair(
+    base: dict[str, Any], pick: str, group: pd.DataFrame, name: Callable[[pd.Series], str]
+) -> dict[str, Any]:
+    bound = _first(group["p99_bound_ms"])
+    rate = pd.to_numeric(group["max_valid_qps"], errors="coerce")
+    ok = group[group["status"].astype(str).eq("ok") & group["slo_status"].eq("ok") & (rate > 0)]
+    ok = ok.assign(
+        _rate=pd.to_numeric(ok["max_valid_qps"]),
+        usd_per_million=pd.to_numeric(ok["price_per_hour"])
+        / 3600
+        / pd.to_numeric(ok["max_valid_qps"])
+        * 1e6,  # fmt: skip
+    )
+    row: dict[str, Any] = base | {"pick": pick}
+    notes = [f"judged at p99 <= {bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
+    chosen = {}
+    for side, device in DEVICES.items():
+        mine = ok[ok["device"].astype(str).eq(device)]
+        if pick == "cheapest":
+            mine = mine[mine["usd_per_million"].notna()]
+        if mine.empty:
+            notes.append(_why_none(group, side, device, bound))
+            continue
+        column, ascending = ("_rate", False) if pick == "fastest" else ("usd_per_million", True)
+        best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
+        chosen[side] = best
+        row[f"{side}_cell"] = best.get("cell_id")
+        row[f"{side}_config"] = name(best)
+        row[f"{side}_samples_per_s"] = float(best["_rate"])
+        row[f"{side}_usd_per_million"] = _number(best["usd_per_million"])
+        cost = _number(best["usd_per_million"])
+        if cost is not None:
+            notes.append(f"{SHOWN[side]} ${cost / 1000:.4g} per 1,000 requests at that rate")
+    if "gpu" in chosen:
+        row["gpu_name"] = chosen["gpu"].get("gpu_name")
+    if len(chosen) == 2:
+        cpu, gpu = chosen["cpu"], chosen["gpu"]
+        row["speedup"] = float(gpu["_rate"]) / float(cpu["_rate"])
+        if _number(cpu["usd_per_million"]) and _number(gpu["usd_per_million"]):
+            ratio = float(cpu["usd_per_million"]) / float(gpu["usd_per_million"])
+            row["cost_ratio"] = ratio
+            row["cheaper"] = "gpu" if ratio > 1 else "cpu"
+            gpus = _number(gpu.get("gpus")) or 1.0
+            row["breakeven_gpu_usd_per_hour"] = float(gpu["price_per_hour"]) / gpus * ratio
+    elif len(chosen) == 1:
+        (side,) = chosen
+        row["cheaper"] = side  # the other cannot serve at the bound at all
+        notes.append(f"only the {SHOWN[side]} serves at the bound")
+    row["note"] = "; ".join(n for n in notes if n)
+    return row
+
+
+def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) -> str:
+    """Why a device has no rate at the bound: no cell, none searched, none that met it."""
+    mine = group[group["device"].astype(str).eq(device)]
+    who = SHOWN[side]
+    if mine.empty:
+        return f"{who}: no serve cell"
+    statuses = mine["slo_status"].fillna(PREDATES).astype(str)
+    if statuses.eq(PREDATES).all():
+        return f"{who}: {PREDATES_NOTE}"
+    at = f"p99 <= {bound:g} ms" if bound else "its bound"
+    if statuses.eq("no_rate").all():
+        return f"{who}: no rate meets {at}"
+    counts = statuses.value_counts().sort_index()
+    said = ", ".join(f"{status} {count}" for status, count in counts.items())
+    return f"{who}: no confirmed rate at {at} ({said})"
+
+
+def _first(values: pd.Series) -> float | None:
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    return float(numbers.iloc[0]) if not numbers.empty else None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if value is pd.NA or str(value) in ("nan", "<NA>"):
+        return ""
+    return str(value)

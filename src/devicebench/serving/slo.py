@@ -1,0 +1,300 @@
+"""The serving verdict at a latency bound: the highest Poisson arrival rate (MLPerf LoadGen's
+Server scenario) whose p99 latency stays under the model's bound, searched then confirmed.
+
+Search: short probes of `probe_s` (and at least the queries LoadGen's early-stopping estimate
+needs) from `start_qps` (the closed-loop pool's rate unless set): doubling while VALID, halving
+while INVALID, until a VALID rate lies below an INVALID one; then bisection until the bracket is
+within `tolerance` of its low end or `max_probes` are spent. A probe counts as VALID only when
+LoadGen says VALID and no request failed (a fast error would flatter the p99).
+
+Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with enough queries
+for the early-stopping estimate. All VALID: `max_valid_qps` is the median of the rates LoadGen
+scheduled in them. One INVALID: the next attempt `backoff` lower, while `confirm_attempts` last.
+
+Never a made-up rate: the section's `status` says what happened: ok; probed (confirm_runs 0: a
+replica or thread sweep cell, its probes' rate in `probe_qps`, no verdict); no_rate (INVALID
+down to `min_qps`); not_confirmed (every attempt had an INVALID run); over_budget (the next
+run would pass `budget_s`, the cell's share of its time limit); loadgen_failed (LoadGen raised
+or wrote no verdict). Every run, probes included, stays in the section: the chart of p99
+against offered rate is drawn from them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from devicebench.serving import loadgen
+from devicebench.serving.bounds import bound_ms
+
+SCHEDULE_SEED = 20261128  # the first run's arrival schedule; run n draws with this + n
+STATUSES = ("ok", "probed", "no_rate", "not_confirmed", "over_budget", "loadgen_failed")
+
+
+@dataclass(frozen=True)
+class SloSettings:
+    """How the search runs (the config's `serve.slo`, the bound resolved per model)."""
+
+    p99_bound_ms: float
+    probe_s: float = 10.0
+    confirm_runs: int = 3
+    confirm_s: float = 60.0
+    start_qps: float | None = None  # None: the closed-loop pool's requests/s
+    min_qps: float = 1.0
+    max_qps: float = 100_000.0
+    tolerance: float = 0.05
+    max_probes: int = 12
+    confirm_attempts: int = 2
+    backoff: float = 0.9
+    budget_s: float = 1800.0
+    connections: int = 256  # LoadGen's HTTP connections at most (never the bottleneck)
+
+    @classmethod
+    def from_config(cls, task: str, model: str, given: dict[str, Any]) -> SloSettings:
+        """From the config's `serve.slo` mapping; unknown keys are an error naming them."""
+        given = dict(given)
+        overrides = given.pop("p99_bounds_ms", None) or {}
+        known = {f.name for f in fields(cls)} - {"p99_bound_ms"}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ValueError(f"unknown serve.slo setting(s) {unknown}; known: {sorted(known)}")
+        return cls(p99_bound_ms=bound_ms(task, model, overrides), **given)
+
+
+# a run: (target QPS, minimum seconds, minimum queries, its number) -> LoadGen's summary
+Runner = Callable[[float, float, int, int], dict[str, Any]]
+
+
+def loadgen_runner(
+    url: str, payloads, log_dir: Path, bound: float, connections: int, content_type: str
+) -> Runner:
+    """Server runs of MLPerf LoadGen against the real HTTP server at `url`."""
+
+    def run(qps: float, seconds: float, queries: int, number: int) -> dict[str, Any]:
+        return loadgen.run_scenario(
+            url, payloads, "Server", log_dir / f"run-{number}", min_duration_s=seconds,
+            min_queries=queries, target_qps=qps, target_latency_ms=bound,
+            max_connections=connections, content_type=content_type,
+            schedule_seed=SCHEDULE_SEED + number,  # each run its own Poisson draw
+        )  # fmt: skip
+
+    return run
+
+
+class _Budget(Exception):
+    """The next run would pass the time budget."""
+
+
+class _Failed(Exception):
+    """LoadGen raised or gave no verdict."""
+
+
+class Search:
+    """One latency-bound search; `run()` gives the record's `serving.slo` section."""
+
+    def __init__(self, settings: SloSettings, runner: Runner, clock=time.monotonic) -> None:
+        self.s, self.runner, self.clock = settings, runner, clock
+        self.started = clock()
+        self.probes: list[dict[str, Any]] = []
+        self.confirms: list[dict[str, Any]] = []
+        self.cut: str | None = None  # why probing stopped early to leave the confirming runs time
+
+    def run(self, start_qps: float) -> dict[str, Any]:
+        start = self.s.start_qps or start_qps
+        try:
+            if not start or not start > 0 or not math.isfinite(start):
+                raise _Failed(f"no start rate: {start_qps!r} (the pool answered nothing)")
+            low, high = self._bracket(min(max(start, self.s.min_qps), self.s.max_qps))
+            if low is None:
+                return self._section("no_rate", self._no_rate())
+            low, high = self._bisect(low, high)
+            return self._confirm(low, high)
+        except _Budget as why:
+            return self._section("over_budget", str(why))
+        except _Failed as why:
+            return self._section("loadgen_failed", str(why))
+
+    def _no_rate(self) -> str:
+        tried = ", ".join(f"{p['target_qps']:.4g}" for p in self.probes)
+        errors = sum(p.get("http_errors") or 0 for p in self.probes)
+        said = (
+            f"no rate meets p99 <= {self.s.p99_bound_ms:g} ms: INVALID at {tried} QPS "
+            f"(down to min_qps {self.s.min_qps:g}, or max_probes {self.s.max_probes})"
+        )
+        return said + (f"; {errors} request(s) failed" if errors else "")
+
+    def _bracket(self, qps: float) -> tuple[float | None, float | None]:
+        """A VALID rate below an INVALID one (high None: VALID at max_qps; low None: no rate)."""
+        low = high = None
+        while len(self.probes) < self.s.max_probes:
+            if (valid := self._probe_or_stop(qps, low)) is None:
+                break
+            if valid:
+                low = qps
+                if high is not None or qps >= self.s.max_qps:
+                    break
+                qps = min(qps * 2, self.s.max_qps)
+            else:
+                high = qps
+                if low is not None:
+                    break
+                if qps / 2 < self.s.min_qps:
+                    break
+                qps = qps / 2
+        return low, high
+
+    def _bisect(self, low: float, high: float | None) -> tuple[float, float | None]:
+        while high is not None and (high - low) > self.s.tolerance * low:
+            if len(self.probes) >= self.s.max_probes:
+                break
+            middle = (low + high) / 2
+            if (valid := self._probe_or_stop(middle, low)) is None:
+                break
+            if valid:
+                low = middle
+            else:
+                high = middle
+        return low, high
+
+    def _confirm(self, low: float, high: float | None) -> dict[str, Any]:
+        if self.s.confirm_runs == 0:  # a sweep cell: the probes' rate, never a verdict
+            note = f"probes only (confirm_runs 0): {self._found(low, high, low)}"
+            return self._section("probed", note, probe_qps=low)
+        qps = low
+        for _attempt in range(self.s.confirm_attempts):
+            runs = [self._run(qps, self.s.confirm_s, "confirm") for _ in range(self.s.confirm_runs)]
+            if all(_valid(run) for run in runs):
+                values = [run["scheduled_qps"] or run["target_qps"] for run in runs]
+                return self._section(
+                    "ok", self._found(low, high, qps), max_valid_qps=statistics.median(values),
+                    confirmed_at_qps=qps, probe_qps=low, run_qps=values, confirm_runs=runs,
+                )  # fmt: skip
+            if qps * self.s.backoff < self.s.min_qps:
+                break
+            qps *= self.s.backoff
+        last = self.confirms[-self.s.confirm_runs :]
+        failed = sum(not _valid(run) for run in last)
+        return self._section(
+            "not_confirmed",
+            f"{failed} of {len(last)} confirming runs INVALID at {last[-1]['target_qps']:.4g} QPS "
+            f"(p99 bound {self.s.p99_bound_ms:g} ms) after {self.s.confirm_attempts} attempt(s)",
+            confirm_runs=last,
+        )
+
+    def _found(self, low: float, high: float | None, confirmed: float) -> str:
+        if high is None and self.cut is None and low >= self.s.max_qps:
+            note = f"VALID at max_qps {self.s.max_qps:g}: the cap, not the server, set the rate"
+        elif high is None:
+            note = f"VALID up to {low:.4g} QPS, no INVALID rate found above it"
+        else:
+            note = f"bracket {low:.4g}-{high:.4g} QPS"
+            if (high - low) / low > self.s.tolerance:
+                note += f" (wider than tolerance {self.s.tolerance:g})"
+        if self.cut:
+            note += f"; probing stopped: {self.cut}"
+        if confirmed < low:
+            note += f"; confirmed at {confirmed:.4g} QPS, below it (a run at the bracket failed)"
+        return note
+
+    def _probe_or_stop(self, qps: float, low: float | None) -> bool | None:
+        """Whether a probe at `qps` is VALID; None when it would leave the confirming runs at
+        the VALID rate `low` too little of the budget (without a VALID rate: over_budget)."""
+        try:
+            return _valid(self._run(qps, self.s.probe_s, "probe", reserve_at=low or qps))
+        except _Budget as why:
+            if low is None:
+                raise
+            self.cut = str(why)
+            return None
+
+    def _lasts(self, qps: float, seconds: float) -> tuple[int, float]:
+        queries = max(loadgen.server_queries(0), math.ceil(qps * seconds))
+        return queries, max(seconds, queries / qps)
+
+    def _run(
+        self, qps: float, seconds: float, phase: str, reserve_at: float | None = None
+    ) -> dict[str, Any]:
+        """One LoadGen run; a probe also keeps the confirming runs' time (at `reserve_at`)."""
+        queries, lasts = self._lasts(qps, seconds)
+        reserve = 0.0
+        if reserve_at:
+            reserve = self.s.confirm_runs * self._lasts(reserve_at, self.s.confirm_s)[1]
+        spent = self.clock() - self.started
+        if spent + lasts + reserve > self.s.budget_s:
+            kept = f" and {reserve:.0f} s kept for the confirming runs" if reserve else ""
+            raise _Budget(
+                f"a {phase} at {qps:.4g} QPS ({queries} queries, {lasts:.0f} s{kept}) would "
+                f"pass the search's budget_s {self.s.budget_s:g} ({spent:.0f} s spent)"
+            )
+        try:
+            run = self.runner(qps, seconds, queries, len(self.probes) + len(self.confirms))
+        except Exception as error:  # LoadGen or its SUT: the record says so
+            said = f"LoadGen failed at {qps:.4g} QPS: {type(error).__name__}: {error}"
+            raise _Failed(said) from error
+        if run.get("validity") is None:
+            raise _Failed(f"LoadGen gave no verdict at {qps:.4g} QPS (log: {run.get('log_dir')})")
+        run = run | {"phase": phase, "target_qps": qps, "duration_s": seconds}
+        (self.probes if phase == "probe" else self.confirms).append(run)
+        p99 = (run.get("latency_ms") or {}).get("p99")
+        said = "VALID" if _valid(run) else f"INVALID ({run.get('http_errors') or 0} errors)"
+        print(
+            f"[devicebench] latency-bound search: {phase} at {qps:.4g} QPS, {said}, "
+            f"p99 {p99 if p99 is None else round(p99, 1)} ms",
+            flush=True,
+        )  # long work shows progress
+        return run
+
+    def _section(self, status: str, message: str, **found: Any) -> dict[str, Any]:
+        confirm = found.pop("confirm_runs", [])
+        return {
+            "status": status,
+            "message": message,
+            "p99_bound_ms": self.s.p99_bound_ms,
+            "max_valid_qps": found.get("max_valid_qps"),
+            "run_qps": found.get("run_qps"),  # each confirming run's scheduled rate
+            "confirmed_at_qps": found.get("confirmed_at_qps"),
+            "probe_qps": found.get("probe_qps"),  # the highest VALID probe
+            "runs": len(confirm),
+            "duration_s": self.s.confirm_s,
+            "queries": [run.get("queries") for run in confirm],
+            "early_stopping_met": bool(confirm)
+            and all(r.get("early_stopping_met") for r in confirm),
+            "probes": [_brief(run) for run in self.probes],
+            "confirms": [_brief(run) for run in self.confirms],
+            "search_s": self.clock() - self.started,
+            "settings": {f.name: getattr(self.s, f.name) for f in fields(self.s)},
+        }
+
+
+def _valid(run: dict[str, Any]) -> bool:
+    return bool(run.get("valid")) and not run.get("http_errors")
+
+
+def _brief(run: dict[str, Any]) -> dict[str, Any]:
+    """One run as the record keeps it: what was offered, what came back, LoadGen's verdict."""
+    latency = run.get("latency_ms") or {}
+    keys = ("phase", "target_qps", "scheduled_qps", "duration_s", "queries", "validity")
+    return {key: run.get(key) for key in keys} | {
+        "valid": _valid(run),
+        "latency_met": run.get("latency_met"),
+        "early_stopping_met": run.get("early_stopping_met"),
+        "p99_ms": latency.get("p99"),
+        "p50_ms": latency.get("p50"),
+        "http_errors": run.get("http_errors"),
+        "log_dir": run.get("log_dir"),
+    }
+
+
+def search(
+    url: str, payloads, log_dir: Path, settings: SloSettings, start_qps: float, content_type: str
+) -> dict[str, Any]:
+    """The latency-bound search against the server at `url`; the `serving.slo` section."""
+    runner = loadgen_runner(
+        url, payloads, log_dir, settings.p99_bound_ms, settings.connections, content_type
+    )
+    return Search(settings, runner).run(start_qps)

@@ -1,0 +1,223 @@
+"""The latency-bound search: MLPerf LoadGen's Server scenario against a tiny real HTTP server
+of known capacity (tests/queue_server.py: one request at a time, a fixed service time), short
+bounds and short runs; and the config errors of the per-model bounds."""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+
+import pytest
+from conftest import REPO
+from queue_server import queue_server
+
+from devicebench.config import ConfigError, check_config, load_config
+from devicebench.serving import slo
+from devicebench.serving.bounds import NoBound, bound_ms, check_bounds
+
+BODIES = [b"x" * 64] * 8
+KIND = "application/octet-stream"
+
+
+def _search(url, tmp_path, **given):
+    settings = slo.SloSettings(**({"probe_s": 1.0, "confirm_s": 1.0, "budget_s": 300.0} | given))
+    return slo.search(url, BODIES, tmp_path / "slo", settings, 40.0, KIND)
+
+
+def test_search_brackets_bisects_and_confirms_below_the_servers_capacity(tmp_path):
+    # capacity 100 requests/s: above it the queue grows by the excess, past the 150 ms bound
+    # within a run; the bound stays well above this shared host's scheduling stalls (~60 ms)
+    service_ms, bound = 10.0, 150.0
+    with queue_server(service_ms) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=bound, confirm_runs=2, min_qps=10.0, max_probes=6,
+            tolerance=0.1, confirm_attempts=3, backoff=0.7,
+        )  # fmt: skip
+    probes = found["probes"]
+    assert found["status"] == "ok", found["message"]
+    valid = [p["target_qps"] for p in probes if p["valid"]]
+    invalid = [p["target_qps"] for p in probes if not p["valid"]]
+    assert valid and invalid, "the search brackets: a VALID rate and an INVALID one"
+    assert max(valid) < min(invalid), "the bracket only narrows"
+    assert probes[1]["target_qps"] == 2 * probes[0]["target_qps"], "doubles from a VALID start"
+    assert found["probe_qps"] == max(valid) < min(invalid)
+    assert found["confirmed_at_qps"] <= found["probe_qps"]
+    assert found["runs"] == 2 and len(found["run_qps"]) == 2
+    assert found["max_valid_qps"] == statistics.median(found["run_qps"])
+    assert found["confirmed_at_qps"] < 1000 / service_ms
+    assert found["early_stopping_met"] is True
+    assert all(q >= slo.loadgen.SERVER_EARLY_STOPPING_QUERIES for q in found["queries"])
+    confirmed = [r for r in found["confirms"] if r["target_qps"] == found["confirmed_at_qps"]]
+    assert all(r["valid"] and r["p99_ms"] <= bound for r in confirmed)
+    assert len({r["log_dir"] for r in found["probes"] + found["confirms"]}) == len(
+        found["probes"] + found["confirms"]
+    ), "every run keeps its own LoadGen logs"
+
+
+def test_a_bound_under_one_service_time_has_no_rate(tmp_path):
+    with queue_server(10.0) as url:  # every answer takes 10 ms: a 5 ms p99 cannot be met
+        found = _search(url, tmp_path, p99_bound_ms=5.0, min_qps=50.0, start_qps=100.0)
+    assert found["status"] == "no_rate"
+    assert found["max_valid_qps"] is None and found["runs"] == 0
+    assert [p["target_qps"] for p in found["probes"]] == [100.0, 50.0]
+    assert all(not p["valid"] and p["p99_ms"] > 5.0 for p in found["probes"])
+    assert "p99 <= 5 ms" in found["message"]
+
+
+def test_probes_alone_give_no_verdict(tmp_path):
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=200.0, confirm_runs=0, max_probes=1)
+    assert found["status"] == "probed"
+    assert found["probe_qps"] == 40.0 and found["max_valid_qps"] is None
+    assert found["runs"] == 0 and found["confirms"] == []
+
+
+def test_a_search_past_its_budget_says_so_without_running(tmp_path):
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=50.0, budget_s=0.5)
+    assert found["status"] == "over_budget"
+    assert "budget_s 0.5" in found["message"]
+    assert found["probes"] == [] and found["max_valid_qps"] is None
+
+
+def test_probing_stops_to_leave_the_confirming_runs_their_time(tmp_path):
+    # at 50 QPS a run of 459 queries lasts 9.2 s: the budget holds the first probe and one
+    # confirming run (18.4 s) with 2.3 s to spare, but not the next probe (4.6 s) as well
+    with queue_server(2.0) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=200.0, start_qps=50.0, confirm_runs=1, budget_s=20.6
+        )
+    assert found["status"] == "ok", found["message"]
+    assert [p["target_qps"] for p in found["probes"]] == [50.0]
+    assert (
+        "probing stopped" in found["message"]
+        and "kept for the confirming runs" in (found["message"])
+    )
+    assert found["confirmed_at_qps"] == 50.0 and found["runs"] == 1
+
+
+def test_loadgen_that_cannot_start_is_recorded_as_failed(tmp_path):
+    blocker = tmp_path / "slo"
+    blocker.write_text("a file where LoadGen's log folder must go")
+    with queue_server(2.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=50.0)
+    assert found["status"] == "loadgen_failed"
+    assert "LoadGen failed at 40 QPS" in found["message"]
+    assert found["max_valid_qps"] is None
+
+
+def test_mlperf_bounds_are_the_defaults():
+    assert bound_ms("serve_image", "resnet50") == 15.0
+    assert bound_ms("serve_text", "bert-base") == 130.0
+    assert bound_ms("serve_image", "resnet50", {"resnet50": 20}) == 20.0
+
+
+def test_a_model_without_a_bound_is_an_error_naming_it():
+    with pytest.raises(NoBound, match="'convnext-serve'.*serve_image"):
+        bound_ms("serve_image", "convnext-serve")
+    with pytest.raises(NoBound, match="convnext-serve"):
+        check_bounds("serve_image", ["resnet50", "convnext-serve"], {"probe_s": 1})
+    check_bounds("serve_image", ["convnext-serve"], None)  # no search asked: no bound needed
+
+
+def test_slo_settings_name_an_unknown_key():
+    with pytest.raises(ValueError, match="probe_seconds"):
+        slo.SloSettings.from_config("serve_image", "resnet50", {"probe_seconds": 1})
+
+
+@pytest.mark.parametrize(
+    ("bounds", "words"),
+    [
+        ({"resnet152": 40}, ["tasks.serve_image.serve.slo.p99_bounds_ms.resnet152", "not served"]),
+        ({"mobilenetv2": -1}, ["p99_bounds_ms", "-1"]),
+    ],
+)
+def test_config_bounds_are_checked_before_any_cell(bounds, words):
+    config = load_config(REPO / "config" / "config.yaml")
+    config["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"] = bounds
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
+
+
+def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
+    """A real serve cell (MobileNetV2 at 32 px on 2 threads behind the scoring server) with a
+    short search and the yardstick: the record's serving.slo and serving.inprocess_ratio."""
+    import json
+
+    from devicebench.cell import run_cell
+    from devicebench.data import prepare_dataset
+    from devicebench.grid import make_cell
+
+    manifest = prepare_dataset(
+        "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
+    )
+    values = dict(task="serve_image", model="mobilenetv2", framework="torch", device="cpu")
+    values |= dict(threads=2, precision="fp32", batch_size=4, mode="serve")
+    search = {"p99_bounds_ms": {"mobilenetv2": 500}, "probe_s": 0.5, "confirm_runs": 1}
+    search |= {"confirm_s": 0.5, "max_probes": 2, "min_qps": 20, "budget_s": 120}
+    serve = {"image_size": 32, "requests": 24, "warmup_requests": 4, "loadgen_scenarios": []}
+    serve |= {"slo": search, "inprocess_s": 0.5}
+    settings = {"dataset": "jpeg_images", "seed": 1, "timeout_s": 400, "serve": json.dumps(serve)}
+    out = tmp_path / "cell.json"
+    record = run_cell(
+        make_cell(values, {"clients": 4}, settings),
+        data=manifest,
+        out=out,
+        extra={"log_dir": str(tmp_path / "logs")},
+    )
+    assert record["status"] == "ok", record.get("message")
+    found = record["serving"]["slo"]
+    assert found["status"] in slo.STATUSES and found["p99_bound_ms"] == 500
+    assert found["probes"], found["message"]
+    assert all(p["queries"] >= slo.loadgen.SERVER_EARLY_STOPPING_QUERIES for p in found["probes"])
+    if found["status"] == "ok":
+        assert found["max_valid_qps"] == statistics.median(found["run_qps"])
+    else:
+        assert found["max_valid_qps"] is None
+    yardstick = record["serving"]["inprocess"]
+    assert yardstick["samples_per_s"] > 0 and yardstick["batch"] == 4
+    ratio = record["serving"]["inprocess_ratio"]
+    pool = record["serving"]["pool"]["requests_per_s"]
+    assert ratio == pytest.approx(pool / yardstick["samples_per_s"])
+    assert record["serving"]["inprocess_below_target"] == (ratio < 0.8)
+    assert json.loads(out.read_text())["serving"]["slo"]["status"] == found["status"]
+
+
+def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_that_pair():
+    from devicebench.blocks import assign_blocks
+    from devicebench.grid import expand_grid
+
+    for name in ("h100_serving.yaml", "study.yaml"):
+        with warnings.catch_warnings():  # their thread counts are the GPU host's, not this one's
+            warnings.simplefilter("ignore", UserWarning)
+            study = load_config(REPO / "config" / name)
+        for task in ("serve_image", "serve_text"):
+            search = study["tasks"][task]["serve"]["slo"]
+            assert search["confirm_runs"] >= 3 and search["confirm_s"] >= 60, name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        study = load_config(REPO / "config" / "h100_serving.yaml")
+    cells = expand_grid(study)
+    gpu = [c.values for c in cells if c.values["device"] == "cuda"]
+    assert gpu and all(v["precision"] == "bf16" for v in gpu)
+    assert {int(c.values["replicas"]) for c in cells} == {1, 2, 4, 8}
+    blocks = assign_blocks(study["blocks"], cells)
+    assert sum(len(members) for members in blocks.values()) == len(cells)
+    for block, members in blocks.items():
+        devices = {cell.values["device"] for cell in members}
+        assert devices == ({"cpu"} if block.endswith("-cpu") else {"cpu", "cuda"}), block
+
+
+def test_a_served_model_with_no_bound_anywhere_stops_the_config(monkeypatch):
+    from devicebench.workloads.serve_image import ServeImage
+
+    defaults = {k: v for k, v in ServeImage.p99_bounds_ms.items() if k != "mobilenetv2"}
+    monkeypatch.setattr(ServeImage, "p99_bounds_ms", defaults)  # a model added without one
+    config = load_config(REPO / "config" / "config.yaml")
+    del config["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"]
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    message = str(caught.value)
+    assert "tasks.serve_image.serve.slo.p99_bounds_ms" in message and "'mobilenetv2'" in message
