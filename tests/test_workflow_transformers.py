@@ -50,7 +50,8 @@ def test_one_tiny_cell_of_each_transformer_task_reaches_the_tables(tmp_path):
     ok = cpu[cpu.framework == "torch"]
     assert sorted(ok.task) == ["cifar10_finetune", "text_classify"]
     assert (ok.status == "ok").all(), ok[["task", "status", "message"]]
-    assert (ok.samples_per_s > 0).all() and ok.accuracy.between(0, 1).all()
+    assert (ok.samples_per_s > 0).all()
+    assert ok.accuracy.isna().all() and set(ok.quality_na) == {"synthetic data"}  # no figure shown
     assert (ok.flops_per_sample > 0).all()  # counted at the cell's seq_len / image size
     skipped = cpu[cpu.framework == "keras-torch"]
     assert set(skipped.status) == {"skipped"} and len(skipped) == 2
