@@ -32,8 +32,11 @@ class Scenario(ABC):
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         """Why this scenario cannot run the cell on this host (recorded ``skipped``), or None.
 
-        Called by the runner before the worker starts: light, imports no framework."""
-        return None
+        Called by the runner before the worker starts: light, imports no framework. By default,
+        the engine's reasons (an engine or number format this cell cannot run)."""
+        from devicebench import engines, spark
+
+        return spark.skip_reason(dict(settings)) or engines.skip_reason(dict(settings))
 
     @abstractmethod
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
