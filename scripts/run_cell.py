@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # terms before and after --out alike
     given = [bool(args.terms), args.spec is not None, args.spec_json is not None, bool(args.cell)]
     if sum(given) != 1:
         parser.error("give one of: NAME=VALUE terms, --spec FILE, --spec-json TEXT, --cell ID")
