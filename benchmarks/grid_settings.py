@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from devicebench.config import check_config, combine_configs  # noqa: E402
-from devicebench.config_files import read_yaml  # noqa: E402
+from devicebench.plan.config import check_config, combine_configs  # noqa: E402
+from devicebench.plan.config_files import read_yaml  # noqa: E402
 
 NOT_STUDIES = {"schema.yaml", "prices.yaml"}
 
@@ -36,7 +36,7 @@ def grid_of(path: Path) -> dict[str, dict]:
     try:
         from devicebench.plan.grid import expand_grid
     except ImportError:
-        from devicebench.grid import expand_grid
+        from devicebench.plan.grid import expand_grid
     default = read_yaml(REPO / "config" / "config.yaml")
     users = [] if path.name == "config.yaml" else [read_yaml(path)]
     study = combine_configs(default, users, {"check_devices": False})

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def energy_read_cost(device: str, reads: int) -> str:
     """What the meter adds to one timed window: a start and a stop (the counters read twice)."""
-    from devicebench.energy import EnergyMeter
+    from devicebench.measure.energy import EnergyMeter
 
     meter = EnergyMeter(device)
     start = time.perf_counter()

@@ -14,11 +14,11 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
-from devicebench.blocks import assign_blocks
-from devicebench.config import ConfigError, check_config, combine_configs
-from devicebench.config_files import read_yaml, typed_overrides
-from devicebench.devices import host_cores
-from devicebench.grid import expand_grid
+from devicebench.plan.blocks import assign_blocks
+from devicebench.plan.config import ConfigError, check_config, combine_configs
+from devicebench.plan.config_files import read_yaml, typed_overrides
+from devicebench.measure.devices import host_cores
+from devicebench.plan.grid import expand_grid
 from devicebench.workloads import specs
 
 DEFAULT_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"

@@ -33,10 +33,10 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "src"))
 
-from devicebench.cell import Orphaned, run_cell  # noqa: E402
-from devicebench.marks import mark, process_start  # noqa: E402
-from devicebench.output_space import OutputUnusable  # noqa: E402
+from devicebench.measure.marks import mark, process_start  # noqa: E402
 from devicebench.plan.cellspec import CellSpec, SpecError  # noqa: E402
+from devicebench.run.output_space import OutputUnusable  # noqa: E402
+from devicebench.run.runner import Orphaned, run_cell  # noqa: E402
 
 # The axes the grid adds to a task's own where a config asks (grid._scale_axes, weights).
 SCALE_AXES = ("engine", "gpus", "weights")
@@ -69,8 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def grid_config(files: list[Path]) -> dict[str, Any]:
     """The checked study of `files` over the default config, as the workflow reads it."""
-    from devicebench.config import check_config, combine_configs
-    from devicebench.config_files import read_yaml
+    from devicebench.plan.config import check_config, combine_configs
+    from devicebench.plan.config_files import read_yaml
 
     default = read_yaml(REPO / "config" / "config.yaml")
     return check_config(combine_configs(default, [read_yaml(f) for f in files], {}))
@@ -78,7 +78,7 @@ def grid_config(files: list[Path]) -> dict[str, Any]:
 
 def spec_of_cell(cell_id: str, files: list[Path]) -> CellSpec:
     """The cell `cell_id` of the grid of `files` (SpecError naming it when the grid has none)."""
-    from devicebench.grid import expand_grid
+    from devicebench.plan.grid import expand_grid
 
     cells = {cell.cell_id: cell for cell in expand_grid(grid_config(files))}
     if cell_id not in cells:
@@ -89,8 +89,8 @@ def spec_of_cell(cell_id: str, files: list[Path]) -> CellSpec:
 
 def spec_by_hand(terms: list[str]) -> CellSpec:
     """A spec from NAME=VALUE terms, the task's and the default config's values filling in."""
-    from devicebench.grid import make_cell
     from devicebench.plan.cellspec import AXES, RUN_TYPES
+    from devicebench.plan.grid import make_cell
     from devicebench.workloads import get
 
     pairs = [term.split("=", 1) for term in terms]
@@ -174,7 +174,7 @@ def check_before_work(spec: CellSpec) -> None:
     """What a person at a terminal should hear before any work: missing weights, a task or
     scenario that does not exist, more threads than cores."""
     from devicebench import scenarios
-    from devicebench.devices import host_cores
+    from devicebench.measure.devices import host_cores
     from devicebench.workloads import get
 
     values, settings = spec.values, spec.run_settings()

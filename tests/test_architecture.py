@@ -145,11 +145,11 @@ def test_the_registry_imports_no_framework():
 def test_planning_the_grid_imports_no_framework():
     code = (
         "import yaml\n"
-        "from devicebench.config import check_config\n"
-        "from devicebench.grid import expand_grid\n"
+        "from devicebench.plan.config import check_config\n"
+        "from devicebench.plan.grid import expand_grid\n"
         "study = yaml.safe_load(open('config/study.yaml'))\n"
         "default = yaml.safe_load(open('config/config.yaml'))\n"
-        "from devicebench.config import combine_configs\n"
+        "from devicebench.plan.config import combine_configs\n"
         "cells = expand_grid(check_config(combine_configs(default, [study], "
         "{'check_devices': False})))\n"
         "assert len(cells) > 1000"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from devicebench.grid import make_cell
 from devicebench.plan.cellspec import CellSpec, SpecError
+from devicebench.plan.grid import make_cell
 
 VALUES = {
     "task": "mnist_mlp",

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 
 from devicebench import engines
-from devicebench.cell import run_cell
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
 from devicebench.engines.agreement import agreement, verdict
 from devicebench.engines.cpu_features import cpu_features, format_note
 from devicebench.engines.openvino_engine import OpenVINOOptions
-from devicebench.grid import expand_grid, make_cell
 from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid, make_cell
+from devicebench.run.runner import run_cell
 from devicebench.workloads import get, specs
 
 RUN = {

@@ -10,9 +10,9 @@ import sys
 import pytest
 from conftest import REPO
 
-from devicebench.cell import _worker_env
 from devicebench.data import prepare_dataset
 from devicebench.frameworks import FRAMEWORKS
+from devicebench.run.runner import _worker_env
 from devicebench.workloads import specs
 
 SIZES = {"mnist": (1024, 256), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}

@@ -6,9 +6,9 @@ import shlex
 
 import pytest
 
-from devicebench.config import ConfigError, check_config
-from devicebench.grid import AXES, expand_grid
 from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.config import ConfigError, check_config
+from devicebench.plan.grid import AXES, expand_grid
 
 
 def test_cross_product_size_and_unique_ids(tiny_config):

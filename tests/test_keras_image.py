@@ -13,8 +13,8 @@ import pytest
 import torch
 from conftest import REPO
 
-from devicebench.cell import _worker_env
 from devicebench.data import prepare_dataset
+from devicebench.run.runner import _worker_env
 from devicebench.workloads import cifar10_finetune, conll_ner, text_classify
 from devicebench.workloads.cifar10_finetune.keras_port import APPLICATIONS
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from devicebench.data import prepare_dataset
-from devicebench.output_space import OutputUnusable, check_output
+from devicebench.run.output_space import OutputUnusable, check_output
 
 SCRIPT = str(REPO / "scripts" / "run_cell.py")
 QUICK = ["mode=infer", "epochs=1", "steps_per_epoch=1", "batch_size=32"]

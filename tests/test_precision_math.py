@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from devicebench.cell import run_cell
 from devicebench.data import prepare_dataset
 from devicebench.frameworks.transformer_backend import set_matmul_precision
-from devicebench.grid import make_cell
-from devicebench.precision_math import apply_precision, apply_precision_math, torch_math_flags
+from devicebench.measure.precision import apply_precision, apply_precision_math, torch_math_flags
+from devicebench.plan.grid import make_cell
+from devicebench.run.runner import run_cell
 
 TF32_ON = {"matmul_allow_tf32": True, "cudnn_allow_tf32": True, "float32_matmul_precision": "high"}
 TF32_OFF = {

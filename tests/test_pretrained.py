@@ -14,10 +14,10 @@ import pytest
 import torch
 from conftest import REPO
 
-from devicebench.config import ConfigError, check_config
 from devicebench.data import prepare_dataset
 from devicebench.frameworks import pretrained
-from devicebench.grid import expand_grid
+from devicebench.plan.config import ConfigError, check_config
+from devicebench.plan.grid import expand_grid
 from devicebench.workloads import cifar10_finetune, text_classify
 
 # A vocabulary unlike the WordPiece trained at data preparation ([CLS] is 2 there, 7 here), so

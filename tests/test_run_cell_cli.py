@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 
 from devicebench.data import prepare_dataset
-from devicebench.devices import host_cores
+from devicebench.measure.devices import host_cores
 
 SCRIPT = str(REPO / "scripts" / "run_cell.py")
 

@@ -9,10 +9,10 @@ import shlex
 
 import pytest
 
-from devicebench.cell import run_cell
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
-from devicebench.grid import expand_grid, make_cell
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid, make_cell
+from devicebench.run.runner import run_cell
 from devicebench.spark.session import java_missing, master_url
 
 # CI machines have Java 17; elsewhere the tests that start a JVM say why they cannot run

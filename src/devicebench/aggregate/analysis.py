@@ -19,7 +19,7 @@ import yaml
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import pairing_columns
 from devicebench.aggregate.tables import _group_key, _resolve_base, _select, _sorted
-from devicebench.peaks import achieved_tflops, device_peak
+from devicebench.measure.peaks import achieved_tflops, device_peak
 
 CELL_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import read_record
-from devicebench.flop_formulas import needs_recount
+from devicebench.measure.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")

@@ -14,13 +14,13 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from devicebench.marks import mark
+from devicebench.measure.marks import mark
 from devicebench.scenarios.base import Scenario
 
 
 def make_backend(workload: Any, settings: Mapping[str, Any], dataset: Any) -> tuple[Any, Any]:
     """The cell's backend, with its framework's thread settings applied before it runs any op."""
-    from devicebench.threads import apply_framework_threads
+    from devicebench.run.threads import apply_framework_threads
 
     threads = apply_framework_threads(settings["framework"], int(settings["threads_resolved"]))
     backend = workload.make_backend(dict(settings), dataset)
@@ -41,9 +41,10 @@ class InProcessScenario(Scenario):
         """Time `backend` and return the record sections (timings, throughput, quality, ...)."""
 
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
-        from devicebench import environment, limits
         from devicebench.engines import cell as cell_engines
-        from devicebench.precision_math import apply_precision
+        from devicebench.measure import environment
+        from devicebench.measure.precision import apply_precision
+        from devicebench.run import limits
 
         settings = dict(settings)
         torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
@@ -64,14 +65,14 @@ class InProcessScenario(Scenario):
         # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway
         # (importing it into a TensorFlow cell would cost seconds; the aggregate counts those).
         if "torch" in sys.modules:
-            from devicebench.flop_formulas import VERSION
+            from devicebench.measure.flop_formulas import VERSION
             from devicebench.workloads import model_flops
 
             result["model"].update(model_flops(settings["task"], settings["model"], settings))
             result["model"]["flop_formulas"] = VERSION
             mark("flops_counted")
         if settings.get("profile") and settings["framework"] == "torch":
-            from devicebench.profiling import profile_backend
+            from devicebench.measure.profiling import profile_backend
 
             result["profile"] = profile_backend(backend, settings)
             mark("profiled")

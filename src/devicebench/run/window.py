@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from devicebench.energy import EnergyMeter
-from devicebench.sampler import Sampler
-from devicebench.timing import summarize
+from devicebench.measure.energy import EnergyMeter
+from devicebench.measure.sampler import Sampler
+from devicebench.measure.timing import summarize
 
 # The workload's scorer: (dataset, predicted, mean loss) -> the record's quality section.
 Quality = Callable[[Any, Any, float], dict[str, float]]

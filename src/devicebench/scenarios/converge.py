@@ -3,7 +3,7 @@
 The clock runs over training and scoring alike (as MLPerf's does: evaluation is part of the time
 to train); warm-up happens first, on a throwaway model, and is not counted. The energy meter and
 the utilization sampler cover the same window (run.window), so energy to target is the window's
-energy. The target and limits come from `converge` settings (devicebench.converge).
+energy. The target and limits come from `converge` settings (devicebench.plan.converge).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from devicebench.converge import converge_settings
 from devicebench.frameworks.protocols import Trainable
+from devicebench.plan.converge import converge_settings
 from devicebench.run import window as w
 from devicebench.run.inprocess import InProcessScenario
 

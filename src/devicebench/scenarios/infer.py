@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from devicebench.frameworks.protocols import Classifier
-from devicebench.marks import mark
+from devicebench.measure.marks import mark
+from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.run.inprocess import InProcessScenario
-from devicebench.timing import latency_percentiles
 
 
 def train_untimed(backend: Any, settings: Mapping[str, Any]) -> None:

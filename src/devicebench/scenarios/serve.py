@@ -22,8 +22,9 @@ class Serve(Scenario):
         return super().skip_reason(settings) or skip_reason(dict(settings))
 
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
-        from devicebench import environment, limits
-        from devicebench.precision_math import precision_math
+        from devicebench.measure import environment
+        from devicebench.measure.precision import precision_math
+        from devicebench.run import limits
         from devicebench.serving.cell import run_serve
 
         settings = dict(settings)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from devicebench.frameworks.protocols import Trainable
-from devicebench.marks import mark
+from devicebench.measure.marks import mark
 from devicebench.run import window as w
 from devicebench.run.inprocess import InProcessScenario
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.spark import frames, skip_reason
 from devicebench.spark.session import master_url, start_session
-from devicebench.timing import latency_percentiles
 
 
 def _train_untimed(backend, settings: dict[str, Any]) -> None:

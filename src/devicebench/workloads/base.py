@@ -94,7 +94,7 @@ class Workload:
 
     def quality(self, dataset: Any, predicted: Any, loss: float) -> dict[str, float]:
         """The record's quality section; ``accuracy`` is the key the analysis uses."""
-        from devicebench.metrics import classification_scores
+        from devicebench.measure.metrics import classification_scores
 
         quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
         quality["loss"] = loss

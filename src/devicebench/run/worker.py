@@ -1,4 +1,4 @@
-"""The process that runs one cell's measurement: `python -m devicebench.worker SETTINGS RESULT`.
+"""The process that runs one cell's measurement: `python -m devicebench.run.worker SETTINGS RESULT`.
 
 It starts fresh, with thread variables already in its environment (set by the cell runner), so
 native libraries size their pools before this module imports any framework. It writes a result
@@ -13,10 +13,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from devicebench import environment, limits, scenarios
-from devicebench.marks import mark, marks
-from devicebench.processes import exit_without_teardown
+from devicebench import scenarios
+from devicebench.measure import environment
+from devicebench.measure.marks import mark, marks
 from devicebench.record import write_atomic
+from devicebench.run import limits
+from devicebench.run.processes import exit_without_teardown
 from devicebench.workloads import get
 
 
@@ -76,7 +78,8 @@ def main(argv: list[str]) -> int:
             "environment": environment.capture(int(settings["threads_resolved"])),
             "traceback": traceback.format_exc(),
         }
-    if isinstance(result.get("timings"), dict):  # where the fixed cost went (devicebench.marks)
+    # where the fixed cost went (devicebench.measure.marks)
+    if isinstance(result.get("timings"), dict):
         result["timings"]["marks"] = marks()
     write_atomic(result_path, result)
     return 0

@@ -18,15 +18,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, environment, marks, scenarios
-from devicebench.devices import has_device, resolve_threads
+from devicebench import __version__, scenarios
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
-from devicebench.output_space import check_output
+from devicebench.measure import environment, marks
+from devicebench.measure.devices import has_device, resolve_threads
 from devicebench.plan.cellspec import CellSpec
-from devicebench.processes import REPO, die_with_parent
 from devicebench.record import new_record, read_record, write_atomic
-from devicebench.threads import thread_environment
+from devicebench.run.output_space import check_output
+from devicebench.run.processes import REPO, die_with_parent
+from devicebench.run.threads import thread_environment
 from devicebench.workloads import get
 
 
@@ -75,7 +76,7 @@ def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str
     return env
 
 
-# The marks scripts/run_cell.py sets in this process before run_cell (devicebench.marks).
+# The marks scripts/run_cell.py sets in this process before run_cell (devicebench.measure.marks).
 RUNNER_MARKS = ("process_start", "runner_imported")
 
 
@@ -122,7 +123,13 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
         settings_path, result_path = Path(tmp, "settings.json"), Path(tmp, "result.json")
         settings_path.write_text(json.dumps(settings))
-        command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "devicebench.run.worker",
+            str(settings_path),
+            str(result_path),
+        ]
         env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
         world = launch.world_size(settings)
         if world > 1:  # torchrun from the cell: still one job, `world` ranks

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from devicebench.config import ConfigError
-from devicebench.grid import HIDDEN_DEFAULTS
 from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.config import ConfigError
+from devicebench.plan.grid import HIDDEN_DEFAULTS
 
 
 def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:

@@ -10,13 +10,13 @@ import itertools
 import json
 from typing import Any
 
-from devicebench.config import ConfigError
-from devicebench.converge import converge_run, task_modes
-from devicebench.converge import wanted as converge_wanted
-from devicebench.devices import has_device
 from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
+from devicebench.measure.devices import has_device
 from devicebench.plan.cellspec import AXES, CellSpec, make_spec
+from devicebench.plan.config import ConfigError
+from devicebench.plan.converge import converge_run, task_modes
+from devicebench.plan.converge import wanted as converge_wanted
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
 
