@@ -138,7 +138,7 @@ def build(name: str, seq_len: int) -> tuple[Any, Any]:
 
 def skip_reason(engine: str, precision: str) -> str | None:
     if not engines.installed(engine):
-        return f"{engines.PACKAGES[engine]} is not installed"
+        return f"{engines.package(engine)} is not installed"
     if engine == "openvino" and precision == "int8":
         import importlib.util
 

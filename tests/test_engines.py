@@ -156,7 +156,7 @@ def test_a_cuda_cell_without_the_cuda_provider_is_skipped_with_the_providers():
 
 
 def test_an_engine_that_is_not_installed_is_skipped_naming_the_package(monkeypatch):
-    monkeypatch.setitem(engines.PACKAGES, "openvino", "openvino_not_here")
+    monkeypatch.setattr(type(engines.get("openvino")), "package", "openvino_not_here")
     settings = {"engine": "openvino", "precision": "fp32", "mode": "infer"}
     reason = engines.skip_reason(settings | {"framework": "torch", "device": "cpu"})
     assert reason == "engine openvino: the openvino_not_here package is not installed"

@@ -58,6 +58,7 @@ class Engine(ABC):
     """One inference engine: its name, what it supports, and how it loads a model."""
 
     name: ClassVar[str]
+    package: ClassVar[str]  # what its library is imported as (say "not installed" before work)
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     formats: ClassVar[tuple[str, ...]] = ("fp32", "bf16", "int8")
 

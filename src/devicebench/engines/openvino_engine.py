@@ -108,6 +108,7 @@ def quantize(converted: Any, options: LoadOptions) -> tuple[Any, dict[str, Any]]
 
 class OpenVinoEngine(Engine):
     name = "openvino"
+    package = "openvino"
     devices = ("cpu",)
 
     def load(self, model: Any, example: Batch, options: LoadOptions) -> Loaded:

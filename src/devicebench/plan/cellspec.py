@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from devicebench.engines import axis_values, options_class
+from devicebench.engines import IN_PROCESS, axis_values, cell_engine, options_class
 
 AXES: tuple[str, ...] = (
     "task",
@@ -123,7 +123,7 @@ class CellSpec:
         owned = options_class(values.get("engine"))
         if self.engine_options is not None and not isinstance(self.engine_options, owned or ()):
             raise SpecError(
-                f"cell spec key engine_options: engine {values.get('engine', 'inprocess')} "
+                f"cell spec key engine_options: engine {cell_engine(values)} "
                 f"owns no {type(self.engine_options).__name__}"
             )
 
@@ -205,7 +205,7 @@ def _options(engine: str | None, given: Any, where: str, *, keyed: bool = False)
         return None
     owner = options_class(engine)
     if owner is None:
-        raise SpecError(f"{where}: engine {engine or 'inprocess'} owns no options")
+        raise SpecError(f"{where}: engine {engine or IN_PROCESS} owns no options")
     if keyed:  # {engine: {option: value}}, as to_dict writes them
         if not isinstance(given, Mapping) or set(given) != {owner.ENGINE}:
             raise SpecError(f"{where}: {{{owner.ENGINE}: {{option: value}}}} for this engine")

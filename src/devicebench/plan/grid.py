@@ -10,7 +10,7 @@ import itertools
 import json
 from typing import Any
 
-from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES, options_class
+from devicebench.engines import ENGINE_FORMATS, IN_PROCESS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
 from devicebench.plan.cellspec import AXES, CellSpec, make_spec
@@ -22,7 +22,7 @@ from devicebench.workloads.base import axis_key
 
 # Axes a cell id leaves out at their default: a task's in-process cells keep their ids when it
 # adds engines (_scale_axes); block selectors read the default back (blocks.matches).
-HIDDEN_DEFAULTS = {"engine": "inprocess"}
+HIDDEN_DEFAULTS = {"engine": IN_PROCESS}
 # The grid's function that builds a cell (a CellSpec) from its axes and flat run settings.
 make_cell = make_spec
 

@@ -8,7 +8,7 @@ a Structured Streaming query over a folder source, and `cell` runs one infer cel
 from dataclasses import dataclass
 from typing import ClassVar
 
-from devicebench.engines import AXIS_VALUES, SPARK_ENGINES
+from devicebench.engines import AXIS_VALUES, SPARK_ENGINES, cell_engine
 from devicebench.engines.base import EngineOptions
 
 ENGINES = (*AXIS_VALUES, *SPARK_ENGINES)
@@ -35,8 +35,8 @@ OPTIONS = SparkOptions
 
 def skip_reason(settings: dict) -> str | None:
     """Why a Spark infer cell cannot run, or None (checked before the cell starts any work)."""
-    engine = str(settings.get("engine", "inprocess"))
-    if not engine.startswith("spark"):
+    engine = cell_engine(settings)
+    if engine not in SPARK_ENGINES:
         return None
     if settings["mode"] != "infer":
         return f"engine {engine} applies to infer cells only"
