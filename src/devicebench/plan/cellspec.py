@@ -64,6 +64,9 @@ RUN_TYPES: dict[str, tuple[tuple[type, ...], float | None]] = {
     "serve": (_TEXT, None),  # serve cells: the task's serve settings, JSON
     "converge": (_TEXT, None),  # converge cells: the target, JSON
     "pretrained": (_TEXT, None),  # weights: pretrained: a folder or a hub id in the cache
+    "train_samples": (_WHOLE, 1),  # train on the first N training samples only
+    "sample_utilization": ((bool,), None),  # false: no utilization sampler (benchmarks)
+    "measure_energy": ((bool,), None),  # false: no energy counters read
 }
 
 
@@ -74,7 +77,7 @@ class SpecError(ValueError):
 def _check(key: str, value: Any, types: tuple[type, ...], least: float | None) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, types):
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         wanted = " or ".join(t.__name__ for t in types)
         raise SpecError(f"cell spec key {key}: {value!r} is not {wanted}")
     if least is not None and isinstance(value, int | float) and value < least:

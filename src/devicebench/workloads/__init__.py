@@ -88,14 +88,23 @@ def model_flops(
     `settings` are the cell's run settings or a table row holding its axes (FLOPs of the
     transformer workloads depend on seq_len and image size).
     """
+    from devicebench.measure.flops_cache import cache_key, cached
+
     cell = {k: v for k, v in (settings or {}).items() if not _missing(v)}
     cell |= {"task": task, "model": model}
     try:
         workload = get(task)
+    except KeyError:
+        return {"flops_per_sample_train": None, "flops_per_sample_infer": None}
+
+    def count() -> dict[str, float | None]:
         counts = {mode: workload.flops_per_sample(cell, mode) for mode in ("train", "infer")}
+        return {
+            f"flops_per_sample_{mode}": None if count is None else float(count)
+            for mode, count in counts.items()
+        }
+
+    try:  # once per model and shape (measure.flops_cache)
+        return cached(cache_key(task, model, tuple(workload.spec.axes), cell), count)
     except (ImportError, KeyError, ValueError):
         return {"flops_per_sample_train": None, "flops_per_sample_infer": None}
-    return {
-        f"flops_per_sample_{mode}": None if count is None else float(count)
-        for mode, count in counts.items()
-    }
