@@ -93,14 +93,14 @@ def cell_settings(model: str, variant: tuple, args: argparse.Namespace, data: Pa
         "timeout_s": 600.0,
         "noise_cov": 0.1,
         "min_repetition_s": args.min_s,
-        "runner": "cell_vs_bare.py",
     }
     if hint:
         settings["engine_hint"] = hint
     if requests:
         settings["engine_requests"] = requests
     cell = make_cell(values, extra, settings)
-    return cell.run_settings() | {"threads_resolved": args.threads, "data": str(data)}
+    runner = {"runner": "cell_vs_bare.py", "threads_resolved": args.threads, "data": str(data)}
+    return cell.run_settings() | runner
 
 
 def bare(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
