@@ -2,7 +2,7 @@
 
 It is one module and nothing else: found through DEVICEBENCH_SCENARIO_PATH, chosen by its mode,
 run by the real runner and worker. Prompts are the cell's held-out sequences (textgen_lstm's
-characters); each repetition generates NEW_TOKENS tokens per prompt, timed by
+characters); each repetition generates `new_tokens` (its own setting) per prompt, timed by
 frameworks.generator's one clock inside run.window's timed window.
 """
 
@@ -16,13 +16,12 @@ from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.scenarios.base import Scenario
 
-NEW_TOKENS = 6
-
 
 class TinyGen(Scenario):
     NAME = "tinygen"
     MODE = "tinygen"
     needs = Generator
+    SETTINGS = {"new_tokens": ((int,), 1)}  # its own run setting (plan.cellspec checks it)
 
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
         from tiny_generator import TinyGenerator  # the tests' folder is on PYTHONPATH
@@ -33,7 +32,8 @@ class TinyGen(Scenario):
         warmup = w.warmup(int(settings["warmup_steps"]), lambda: generator.prefill(prompts))
         window = w.Window(settings).start()
         repetitions = range(int(settings["repetitions"]))
-        runs = [time_generation(generator, prompts, NEW_TOKENS) for _ in repetitions]
+        new_tokens = int(settings["new_tokens"])
+        runs = [time_generation(generator, prompts, new_tokens) for _ in repetitions]
         window.stop(sum(run.batch * run.new_tokens for run in runs))
         gaps = [gap for run in runs for gap in run.inter_token_s]
         return {

@@ -13,6 +13,7 @@ from conftest import REPO
 
 from devicebench import scenarios
 from devicebench.data import prepare_dataset
+from devicebench.plan.cellspec import SpecError
 from devicebench.scenarios.base import Scenario
 
 TESTS = Path(__file__).resolve().parent
@@ -67,7 +68,9 @@ def test_a_scenario_kept_outside_the_package_runs_a_real_cell(tests_scenarios, t
     }
     run = {"dataset": "nietzsche", "epochs": 1, "learning_rate": 0.01, "repetitions": 2}
     run |= {"warmup_steps": 1, "seed": 5, "timeout_s": 300, "noise_cov": 0.1}
-    spec = make_cell(values, {"lstm_kernel": "generic"}, run)
+    with pytest.raises(SpecError, match="run.new_tokens: must be at least 1"):
+        make_cell(values, {"lstm_kernel": "generic"}, run | {"new_tokens": 0})
+    spec = make_cell(values, {"lstm_kernel": "generic"}, run | {"new_tokens": 6})
     out = tmp_path / "cell.json"
     record = run_cell(spec, data=folder / "manifest.json", out=out)
     assert record["status"] == "ok", record.get("traceback", record["message"])

@@ -112,17 +112,20 @@ class CellSpec:
             )
         from devicebench import scenarios  # the modes of the scenarios found on disk
 
-        modes = sorted({scenarios.get(name).MODE for name in scenarios.names()})
+        found = [scenarios.get(name) for name in scenarios.names()]
+        modes = sorted({scenario.MODE for scenario in found})
+        owned = {k: v for s in found if s.MODE == values["mode"] for k, v in s.SETTINGS.items()}
+        run_types = RUN_TYPES | owned  # the scenario's own settings too
         if values["mode"] not in modes:
             raise SpecError(
                 f"cell spec key axes.mode: no scenario measures {values['mode']!r}; "
                 f"modes: {', '.join(modes)}"
             )
         for key, value in self.run:
-            if key not in RUN_TYPES:
-                known = ", ".join(RUN_TYPES)
+            if key not in run_types:
+                known = ", ".join(run_types)
                 raise SpecError(f"cell spec key run.{key}: no such run setting; known: {known}")
-            _check(f"run.{key}", value, *RUN_TYPES[key])
+            _check(f"run.{key}", value, *run_types[key])
         owned = options_class(values.get("engine"))
         if self.engine_options is not None and not isinstance(self.engine_options, owned or ()):
             raise SpecError(

@@ -28,6 +28,9 @@ class Scenario(ABC):
     # False where the cell's process needs no framework (a serve cell only sends requests): the
     # worker then sets no determinism and no precision math in it.
     uses_framework: ClassVar[bool] = True
+    # Run settings of its own, beside plan.cellspec.RUN_TYPES: key -> (types, smallest value or
+    # None), e.g. {"max_new_tokens": ((int,), 1)}; a cell of its mode may hold them.
+    SETTINGS: ClassVar[dict[str, tuple[tuple[type, ...], float | None]]] = {}
 
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         """Why this scenario cannot run the cell on this host (recorded ``skipped``), or None.
