@@ -9,7 +9,7 @@ Per model (text_classify bert-base at seq 128 on synthetic IMDb; cifar10_finetun
 224 px on synthetic CIFAR-10; bert-tiny for --smoke) one fresh process, with the thread variables
 a cell's worker gets set before torch is imported, runs every engine, format and hint twice:
 
-- the cell: ``devicebench.worker.measure`` with the settings scripts/run_cell.py makes (one
+- the cell: ``devicebench.run.worker.measure`` with the settings scripts/run_cell.py makes (one
   untimed training step, warm-up, timed passes over the test split with the utilization sampler
   and the energy meter running, agreement with torch fp32 after timing), in this process;
 - bare: the same model trained the same way (same seed, same step), the same test batches and
@@ -65,7 +65,7 @@ _TRAINED: dict[str, Any] = {}  # bare runs' trained backends, by the precision t
 
 def cell_settings(model: str, variant: tuple, args: argparse.Namespace, data: Path) -> dict:
     """The settings a study cell of this model and variant runs with (as run_cell.py makes)."""
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
     from devicebench.workloads import get
 
     task, name, dataset, axes = MODELS[model]
@@ -93,14 +93,14 @@ def cell_settings(model: str, variant: tuple, args: argparse.Namespace, data: Pa
         "timeout_s": 600.0,
         "noise_cov": 0.1,
         "min_repetition_s": args.min_s,
-        "runner": "cell_vs_bare.py",
     }
     if hint:
         settings["engine_hint"] = hint
     if requests:
         settings["engine_requests"] = requests
     cell = make_cell(values, extra, settings)
-    return cell.run_settings() | {"threads_resolved": args.threads, "data": str(data)}
+    runner = {"runner": "cell_vs_bare.py", "threads_resolved": args.threads, "data": str(data)}
+    return cell.run_settings() | runner
 
 
 def bare(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -172,7 +172,7 @@ def run_model(model: str, args: argparse.Namespace, data: Path) -> list[dict[str
     import torch
 
     from devicebench import engines
-    from devicebench.worker import measure
+    from devicebench.run.worker import measure
 
     torch.set_num_threads(args.threads)
     rows = []
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     from cpu_engines import versions
 
     from devicebench.engines.cpu_features import cpu_features
-    from devicebench.threads import thread_environment
+    from devicebench.run.threads import thread_environment
 
     report: dict[str, Any] = {"threads": args.threads, "batch": args.batch, "rows": []}
     report |= {"cpu_features": cpu_features(), "versions": versions()}

@@ -63,7 +63,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
     import torch
 
     from devicebench.data import prepare_dataset
-    from devicebench.limits import is_oom
+    from devicebench.run.limits import is_oom
     from devicebench.workloads import conll_ner
 
     if args.threads:

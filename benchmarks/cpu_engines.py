@@ -138,7 +138,7 @@ def build(name: str, seq_len: int) -> tuple[Any, Any]:
 
 def skip_reason(engine: str, precision: str) -> str | None:
     if not engines.installed(engine):
-        return f"{engines.PACKAGES[engine]} is not installed"
+        return f"{engines.package(engine)} is not installed"
     if engine == "openvino" and precision == "int8":
         import importlib.util
 
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         args.models, args.min_s, args.reps = ",".join(SMOKE), 0.2, 3
     args.batch = [int(b) for b in args.batch.split(",")]
     args.engines = [e for e in args.engines.split(",") if e]
-    from devicebench.threads import thread_environment
+    from devicebench.run.threads import thread_environment
 
     wanted = thread_environment(args.threads)
     if __name__ == "__main__" and any(os.environ.get(k) != v for k, v in wanted.items()):
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cpu_model() -> str:
-    from devicebench.environment import capture
+    from devicebench.measure.environment import capture
 
     return str(capture(1).get("cpu_model"))
 

@@ -74,8 +74,8 @@ python3 - "$outdir/call-$stamp.json" "$pattern" "$started" "$status" "$missing" 
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, "src")
-from devicebench.cell import code_version
-from devicebench.machine import boot_id
+from devicebench.run.runner import code_version
+from devicebench.measure.machine import boot_id
 out, selection, started, status, wanted = sys.argv[1:]
 wanted = [line for line in wanted.splitlines() if line]
 call = {"selection": selection, "started": started,

@@ -14,17 +14,17 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
-from devicebench.blocks import assign_blocks
-from devicebench.config import ConfigError, check_config, combine_configs
-from devicebench.config_files import read_yaml, typed_overrides
-from devicebench.data_check import (
+from devicebench.plan.blocks import assign_blocks
+from devicebench.plan.config import ConfigError, check_config, combine_configs
+from devicebench.plan.config_files import read_yaml, typed_overrides
+from devicebench.plan.data_check import (
     InputUnusable,
     check_prepared,
     expected_settings,
     prepare_command,
 )
-from devicebench.devices import host_cores
-from devicebench.grid import expand_grid
+from devicebench.measure.devices import host_cores
+from devicebench.plan.grid import expand_grid
 from devicebench.workloads import specs
 
 DEFAULT_CONFIG = Path(workflow.basedir) / "config" / "config.yaml"
@@ -132,8 +132,8 @@ RUNNER = f"snakemake-{snakemake.__version__} configfiles={','.join(map(str, work
 
 
 def cell_args(wildcards):
-    """Only this cell's values, as run_cell.py flags, and which workflow run launched it (the
-    record's provenance says so: published numbers come from the workflow only)."""
+    """Only this cell's spec, as run_cell.py's --spec-json, and which workflow run launched it
+    (the record's provenance says so: published numbers come from the workflow only)."""
     return GRID[wildcards.cell].cli_args() + f" --runner {shlex.quote(RUNNER)}"
 
 

@@ -42,7 +42,7 @@ def report(tables: Path, out: Path, study: dict, prices: Path) -> Path:
 
 def study_settings(path: Path) -> dict:
     """The study a config means, as the workflow reads it: the default fills what it leaves out."""
-    from devicebench.config import check_config, combine_configs
+    from devicebench.plan.config import check_config, combine_configs
 
     if not path.exists():
         return {}

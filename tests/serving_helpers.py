@@ -51,8 +51,8 @@ def gone_within(log_path, seconds: float) -> list[psutil.Process]:
 def serve_cell(tmp_path, server: str, replicas: int) -> dict:
     """A serve cell of MobileNetV2 at 32 px on 2 CPU threads, 4 clients in 2 processes x 48
     requests, no LoadGen; its record, with `_path`. No process of its server may outlive it."""
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16

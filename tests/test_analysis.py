@@ -11,10 +11,10 @@ import pytest
 
 from devicebench.aggregate import analysis
 from devicebench.aggregate.timelines import top_ops_side_by_side
-from devicebench.flops import lstm_flops
-from devicebench.peaks import device_peak
+from devicebench.measure.flops import lstm_flops
+from devicebench.measure.peaks import device_peak
+from devicebench.measure.sampler import Sampler
 from devicebench.report import findings
-from devicebench.sampler import Sampler
 from devicebench.workloads import get
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, write_config
 
-from devicebench.blocks import assign_blocks
-from devicebench.config import ConfigError, check_config, combine_configs
-from devicebench.config_files import read_yaml
-from devicebench.grid import expand_grid
+from devicebench.plan.blocks import assign_blocks
+from devicebench.plan.config import ConfigError, check_config, combine_configs
+from devicebench.plan.config_files import read_yaml
+from devicebench.plan.grid import expand_grid
 
 
 def _study(config: dict) -> dict:
@@ -235,7 +235,7 @@ def test_gpu_host_runs_one_block_and_says_what_the_call_was(tmp_path, tiny_confi
 def test_the_code_version_a_call_names_is_version_plus_commit_either_way(monkeypatch, given):
     """A commit or a whole version string: the records say 0.1.0+e7938f1, not 0.1.0+0.1.0+..."""
     from devicebench import __version__
-    from devicebench.cell import code_version
+    from devicebench.run.runner import code_version
 
     monkeypatch.setenv("DEVICEBENCH_CODE_VERSION", given.replace("0.1.0", __version__))
     assert code_version() == f"{__version__}+e7938f1"
@@ -249,7 +249,7 @@ def _record(folder: Path, cell, boot: str, version: str = "0.1.0+abc") -> None:
 
 
 def test_a_block_is_in_only_whole_from_one_machine_and_one_code_version(tmp_path, tiny_config):
-    from devicebench.block_status import block_state
+    from devicebench.plan.block_status import block_state
 
     study = _study(_two_blocks(tiny_config))
     blocks = assign_blocks(study["blocks"], expand_grid(study))

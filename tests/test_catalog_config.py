@@ -8,9 +8,9 @@ import pytest
 from conftest import REPO
 from workflow import planned_jobs
 
-from devicebench.config import ConfigError, check_config, load_config
 from devicebench.frameworks import FRAMEWORKS
-from devicebench.grid import expand_grid
+from devicebench.plan.config import ConfigError, check_config, load_config
+from devicebench.plan.grid import expand_grid
 from devicebench.workloads import NAMES
 
 

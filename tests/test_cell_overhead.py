@@ -152,7 +152,7 @@ print(ours == draws())
 def test_the_fast_exit_keeps_atexit_handlers_and_output(tmp_path):
     flag = tmp_path / "atexit-ran"
     code = (
-        "import atexit; from devicebench.processes import exit_without_teardown; "
+        "import atexit; from devicebench.run.processes import exit_without_teardown; "
         f"atexit.register(lambda: open({str(flag)!r}, 'w').write('ran')); "
         "print('result written', end=''); exit_without_teardown(3)"
     )
@@ -185,8 +185,8 @@ def test_text_classify_tokenizes_once_and_loads_the_same_arrays(tmp_path):
 def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(monkeypatch):
     import torch
 
-    from devicebench import flops
-    from devicebench.flops import count_flops
+    from devicebench.measure import flops
+    from devicebench.measure.flops import count_flops
     from devicebench.workloads import model_flops, text_classify
 
     built, original = [], text_classify.build_model
@@ -209,10 +209,10 @@ def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(mon
 
 
 def test_a_bf16_cell_scores_its_test_set_once_for_quality_and_agreement(tmp_path, monkeypatch):
-    from devicebench import worker
     from devicebench.data import prepare_dataset
     from devicebench.frameworks.torch_backend import TorchBackend
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run import worker
 
     manifest = prepare_dataset("mnist", "synthetic", tmp_path, train_samples=256, test_samples=64)
     values = dict(task="mnist_mlp", model="mlp", framework="torch", device="cpu", threads=1)

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from devicebench import kills
 from devicebench.data import prepare_dataset
-from devicebench.data_check import (
+from devicebench.plan.data_check import (
     InputUnusable,
     check_prepared,
     expected_settings,
     prepare_command,
 )
-from devicebench.kept import keep, kept_path
 from devicebench.record import new_record, write_atomic
+from devicebench.run import kills
+from devicebench.run.kept import keep, kept_path
 
 # -- a worker dead by a signal -----------------------------------------------------------------
 
@@ -71,7 +71,7 @@ while not os.path.exists(sys.argv[2]):
 """
 TAKE = """
 import sys
-from devicebench.bench_lock import timed_slot
+from devicebench.run.bench_lock import timed_slot
 with timed_slot("second") as slot:
     print("entered", slot["waited_s"] > 0, flush=True)
 """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from devicebench import devices
-from devicebench.config import ConfigError, check_config, load_config
+from devicebench.measure import devices
+from devicebench.plan.config import ConfigError, check_config, load_config
 
 
 def test_shipped_configs_are_valid():

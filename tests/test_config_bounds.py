@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import REPO
 
-from devicebench.config import ConfigError, check_config, combine_configs
-from devicebench.config_files import main as check_files
-from devicebench.config_files import read_yaml
+from devicebench.plan.config import ConfigError, check_config, combine_configs
+from devicebench.plan.config_files import main as check_files
+from devicebench.plan.config_files import read_yaml
 
 KEYS = ["study", "repetitions", "seed", "timeout_s", "noise_cov", "warmup_steps", "modes"]
 

@@ -6,8 +6,8 @@ import yaml
 from conftest import REPO
 from workflow import planned_cells, write_config
 
-from devicebench.config import check_config, combine_configs
-from devicebench.grid import expand_grid
+from devicebench.plan.config import check_config, combine_configs
+from devicebench.plan.grid import expand_grid
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 USER = {

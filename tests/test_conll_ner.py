@@ -142,8 +142,8 @@ def test_a_malformed_file_stops_preparation_naming_file_and_line(tmp_path):
 def test_the_study_plans_both_models_at_the_originals_settings():
     from conftest import REPO
 
-    from devicebench.config import load_config
-    from devicebench.grid import expand_grid
+    from devicebench.plan.config import load_config
+    from devicebench.plan.grid import expand_grid
 
     cells = [
         c.run_settings()

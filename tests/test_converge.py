@@ -8,16 +8,16 @@ import pytest
 
 from devicebench.aggregate.analysis import add_analysis
 from devicebench.aggregate.collect import collect_records
-from devicebench.config import ConfigError, check_config
 from devicebench.data import prepare_dataset
-from devicebench.grid import expand_grid
+from devicebench.plan.config import ConfigError, check_config
+from devicebench.plan.grid import expand_grid
 
 PRICES = {"cpu": {"per_vcpu_hour": 0.05}}
 
 
 def _cell(tmp_path, converge: dict, name: str) -> dict:
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "mnist", "synthetic", tmp_path / "d", train_samples=512, test_samples=256, seed=3

@@ -7,11 +7,11 @@ import copy
 import pytest
 from conftest import TINY_CONFIG
 
-from devicebench.cell import run_cell
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
 from devicebench.distributed.launch import visible_gpus
-from devicebench.grid import expand_grid, make_cell
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid, make_cell
+from devicebench.run.runner import run_cell
 
 # fastText has no dropout, so two ranks and one process draw no different random numbers:
 # the same initial weights and the same shuffled order give the same global batches.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from devicebench.cell import run_cell
 from devicebench.data import prepare_dataset
 from devicebench.distributed.transformer import distribute
 from devicebench.distributed.window import world_throughput
-from devicebench.grid import make_cell
+from devicebench.plan.grid import make_cell
+from devicebench.run.runner import run_cell
 from devicebench.workloads import conll_ner
 
 # ViT has no dropout and layer norm only, so two ranks and one process draw no different random

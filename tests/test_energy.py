@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from devicebench.energy import POWERCAP, EnergyMeter, per_sample, rapl_domains
+from devicebench.measure.energy import POWERCAP, EnergyMeter, per_sample, rapl_domains
 
 
 def _zone(root: Path, name: str, label: str, uj: int, wrap: int = 10**12) -> Path:
@@ -88,9 +88,9 @@ def test_gpu_energy_from_nvml_where_it_answers():
 @pytest.mark.parametrize("mode", ["train", "infer"])
 def test_train_and_infer_cells_record_energy_or_why_not(tmp_path, mode):
     """Every timed cell has an `energy` section over its timed window: joules, or null and why."""
-    from devicebench.cell import run_cell
     from devicebench.data import prepare_dataset
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "mnist", "synthetic", tmp_path / "d", train_samples=256, test_samples=128, seed=1

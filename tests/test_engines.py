@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 
 from devicebench import engines
-from devicebench.cell import run_cell
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
 from devicebench.engines.agreement import agreement, verdict
 from devicebench.engines.cpu_features import cpu_features, format_note
-from devicebench.grid import expand_grid, make_cell
+from devicebench.engines.openvino_engine import OpenVINOOptions
+from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid, make_cell
+from devicebench.run.runner import run_cell
 from devicebench.workloads import get, specs
 
 RUN = {
@@ -154,7 +156,7 @@ def test_a_cuda_cell_without_the_cuda_provider_is_skipped_with_the_providers():
 
 
 def test_an_engine_that_is_not_installed_is_skipped_naming_the_package(monkeypatch):
-    monkeypatch.setitem(engines.PACKAGES, "openvino", "openvino_not_here")
+    monkeypatch.setattr(type(engines.get("openvino")), "package", "openvino_not_here")
     settings = {"engine": "openvino", "precision": "fp32", "mode": "infer"}
     reason = engines.skip_reason(settings | {"framework": "torch", "device": "cpu"})
     assert reason == "engine openvino: the openvino_not_here package is not installed"
@@ -189,8 +191,8 @@ def test_engines_add_cells_and_keep_the_in_process_ids(tiny_config):
     int8 = [c for c in cells if c.values["precision"] == "int8"]
     assert int8 and all(c.values.get("engine") in engines.MODEL_ENGINES for c in int8)
     openvino = next(c for c in added if c.values["engine"] == "openvino")
-    assert "--engine-hint THROUGHPUT" in openvino.cli_args()
-    assert "--engine-requests 4" in openvino.cli_args()
+    assert openvino.engine_options == OpenVINOOptions(hint="THROUGHPUT", requests=4)
+    assert CellSpec.from_json(openvino.to_json()).run_settings()["engine_requests"] == 4
 
 
 @pytest.mark.parametrize(

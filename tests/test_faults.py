@@ -22,8 +22,8 @@ import pytest
 from conftest import TINY_CONFIG
 from workflow import REPO, snakemake, snakemake_command, write_config
 
-from devicebench.config import check_config
-from devicebench.grid import expand_grid
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid
 
 pytestmark = pytest.mark.workflow
 TABLE = "results/tables/cells.csv"
@@ -190,7 +190,7 @@ def test_a_killed_cell_leaves_no_record_and_the_next_run_redoes_it(tmp_path):
     def runner_and_worker():
         for proc in marked_processes(mark):
             try:
-                if "devicebench.worker" in proc.cmdline():
+                if "devicebench.run.worker" in proc.cmdline():
                     runner = proc.parent()
                     if runner and "run_cell.py" in " ".join(runner.cmdline()[:2]):
                         return runner, proc
@@ -274,7 +274,7 @@ def test_a_cell_whose_snakemake_is_killed_stops(tmp_path):
     log = tmp_path / "results" / "logs" / "cells" / f"{cell.cell_id}.log"
     wait_for(lambda: log.exists() and "warm-up done" in log.read_text(), 180, "timing to start")
     cell_processes = [p for p in marked_processes(mark) if p.pid != process.pid]
-    assert any("devicebench.worker" in " ".join(p.cmdline()) for p in cell_processes)
+    assert any("devicebench.run.worker" in " ".join(p.cmdline()) for p in cell_processes)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
     gone, alive = psutil.wait_procs(cell_processes, timeout=60)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from devicebench.flop_formulas import VERSION, flop_counter, needs_recount
+from devicebench.measure.flop_formulas import VERSION, flop_counter, needs_recount
 from devicebench.workloads import model_flops, specs
 
 SMALL = {"seq_len": 16, "image_size": 32, "embedding": "cached"}

@@ -10,9 +10,9 @@ import sys
 import pytest
 from conftest import REPO
 
-from devicebench.cell import _worker_env
 from devicebench.data import prepare_dataset
 from devicebench.frameworks import FRAMEWORKS
+from devicebench.run.runner import _worker_env
 from devicebench.workloads import specs
 
 SIZES = {"mnist": (1024, 256), "cifar10": (768, 128), "imdb": (512, 256), "nietzsche": (256, 128)}
@@ -80,20 +80,13 @@ def test_a_one_thread_cell_reports_one_thread(framework, data_dir, tmp_path):
         [
             sys.executable,
             str(REPO / "scripts" / "run_cell.py"),
-            "--task",
-            "mnist_mlp",
-            "--framework",
-            framework,
-            "--threads",
-            "1",
-            "--batch-size",
-            "32",
-            "--epochs",
-            "1",
-            "--steps-per-epoch",
-            "2",
-            "--warmup-steps",
-            "1",
+            "task=mnist_mlp",
+            f"framework={framework}",
+            "threads=1",
+            "batch_size=32",
+            "epochs=1",
+            "steps_per_epoch=2",
+            "warmup_steps=1",
             "--data",
             str(data_dir / "mnist" / "manifest.json"),
             "--out",

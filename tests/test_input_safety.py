@@ -20,9 +20,9 @@ import pytest
 from conftest import TINY_CONFIG
 from workflow import REPO, planned_jobs, snakemake, write_config
 
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
-from devicebench.grid import expand_grid
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid
 
 pytestmark = pytest.mark.workflow
 MANIFEST = Path("results/data/mnist/synthetic/manifest.json")
@@ -109,7 +109,7 @@ def _wait_until(check, runner: subprocess.Popen, timeout: float = 300):
 def _worker(runner: subprocess.Popen) -> psutil.Process | None:
     for child in psutil.Process(runner.pid).children(recursive=True):
         try:
-            if "devicebench.worker" in child.cmdline():
+            if "devicebench.run.worker" in child.cmdline():
                 return child
         except psutil.Error:
             continue

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from devicebench.metrics import classification_scores
-from devicebench.threads import thread_environment
-from devicebench.timing import latency_percentiles, summarize
+from devicebench.measure.metrics import classification_scores
+from devicebench.measure.timing import latency_percentiles, summarize
+from devicebench.run.threads import thread_environment
 
 
 def test_summary_median_iqr_cov():

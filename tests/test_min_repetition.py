@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from devicebench.cell import run_cell
 from devicebench.data import prepare_dataset
-from devicebench.grid import make_cell
+from devicebench.plan.grid import make_cell
+from devicebench.run.runner import run_cell
 
 
 @pytest.fixture(scope="module")

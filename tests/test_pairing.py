@@ -13,7 +13,7 @@ from devicebench.aggregate.pairing import CROSSING, crossing_reason, span_senten
 from devicebench.aggregate.reproducibility import compare_runs, reproducibility_findings
 from devicebench.aggregate.scaling import load_rows, scaling_table
 from devicebench.aggregate.tables import speedup_table
-from devicebench.machine import boot_id, machine_identity
+from devicebench.measure.machine import boot_id, machine_identity
 
 
 def record(folder: Path, name: str, boot: str, code: str = "v1", **axes) -> Path:

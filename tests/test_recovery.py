@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from workflow import planned_cells, planned_jobs, snakemake, write_config
 
-from devicebench.config import ConfigError
-from devicebench.config_files import read_yaml, typed_overrides
+from devicebench.plan.config import ConfigError
+from devicebench.plan.config_files import read_yaml, typed_overrides
 
 pytestmark = pytest.mark.workflow
 
@@ -87,7 +87,7 @@ def test_a_yaml_syntax_error_is_named_with_file_and_line_by_the_check(tmp_path):
     with pytest.raises(ConfigError, match=rf"config file {bad}, line \d+, column \d+: YAML"):
         read_yaml(bad)
     done = subprocess.run(
-        [sys.executable, "-m", "devicebench.config_files", str(bad)],
+        [sys.executable, "-m", "devicebench.plan.config_files", str(bad)],
         capture_output=True,
         text=True,
         check=False,

@@ -227,8 +227,8 @@ def test_a_killed_parent_takes_its_server_along(tmp_path):
 
 
 def test_a_serve_cell_over_its_time_limit_leaves_no_server(tmp_path, images):
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
@@ -259,8 +259,8 @@ def test_a_serve_cell_over_its_time_limit_leaves_no_server(tmp_path, images):
 
 
 def test_a_model_the_library_lacks_is_skipped_with_the_reason(tmp_path):
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=4

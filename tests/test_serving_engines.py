@@ -32,7 +32,7 @@ def images(tmp_path_factory):
 
 
 def serve_cell(task: str, model: str, engine: str, precision: str = "fp32", **extra):
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
 
     values = dict(task=task, model=model, framework="torch", device="cpu", threads=1)
     values |= dict(precision=precision, batch_size=4, mode="serve")
@@ -47,7 +47,7 @@ def serve_cell(task: str, model: str, engine: str, precision: str = "fp32", **ex
 
 
 def _run(the_cell, data, tmp_path):
-    from devicebench.cell import run_cell
+    from devicebench.run.runner import run_cell
 
     out = tmp_path / "cell.json"
     return run_cell(the_cell, data=data, out=out, extra={"log_dir": str(tmp_path)})

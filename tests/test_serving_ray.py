@@ -149,8 +149,8 @@ def test_ray_serve_cells_of_1_and_2_replicas_and_their_scaling_efficiency(tmp_pa
 def test_a_ray_serve_cell_over_its_time_limit_leaves_no_ray_process(tmp_path):
     """The runner kills the worker's process group at the limit; Ray's workers (in groups of
     their own) and agents must go as well."""
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 from queue_server import queue_server
 
-from devicebench.config import ConfigError, check_config, load_config
+from devicebench.plan.config import ConfigError, check_config, load_config
 from devicebench.serving import slo
 from devicebench.serving.bounds import NoBound, bound_ms, check_bounds
 
@@ -146,9 +146,9 @@ def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
     short search and the yardstick: the record's serving.slo and serving.inprocess_ratio."""
     import json
 
-    from devicebench.cell import run_cell
     from devicebench.data import prepare_dataset
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     manifest = prepare_dataset(
         "jpeg_images", "synthetic", tmp_path / "d", train_samples=4, test_samples=16
@@ -186,8 +186,8 @@ def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
 
 
 def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_that_pair():
-    from devicebench.blocks import assign_blocks
-    from devicebench.grid import expand_grid
+    from devicebench.plan.blocks import assign_blocks
+    from devicebench.plan.grid import expand_grid
 
     for name in ("h100_serving.yaml", "study.yaml"):
         with warnings.catch_warnings():  # their thread counts are the GPU host's, not this one's

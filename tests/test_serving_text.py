@@ -141,7 +141,7 @@ def test_loadgen_offline_sends_reviews_and_keeps_its_logs(server, reviews, tmp_p
 
 
 def _cell(model: str, framework: str = "torch", timeout_s: float = 300):
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
 
     values = dict(task="serve_text", model=model, framework=framework, device="cpu", threads=1)
     values |= dict(precision="fp32", batch_size=4, mode="serve")
@@ -158,7 +158,7 @@ def _cell(model: str, framework: str = "torch", timeout_s: float = 300):
 def test_a_serve_text_cell_ends_ok_and_goes_into_the_serving_table(imdb, tmp_path):
     from devicebench.aggregate.analysis import load_prices
     from devicebench.aggregate.serving import serving_table
-    from devicebench.cell import run_cell
+    from devicebench.run.runner import run_cell
 
     out = tmp_path / "cell.json"
     record = run_cell(_cell("bert-tiny"), data=imdb, out=out, extra={"log_dir": str(tmp_path)})
@@ -228,7 +228,7 @@ def test_ray_serve_scores_text_rejects_bad_text_and_leaves_nothing(reviews, tmp_
     ],
 )
 def test_bad_serve_text_settings_fail_at_config_check(tiny_config, settings, message):
-    from devicebench.config import ConfigError, check_config
+    from devicebench.plan.config import ConfigError, check_config
 
     config = tiny_config | {"tasks": {"serve_text": settings}}
     with pytest.raises(ConfigError) as error:

@@ -9,10 +9,12 @@ import shlex
 
 import pytest
 
-from devicebench.cell import run_cell
-from devicebench.config import check_config
 from devicebench.data import prepare_dataset
-from devicebench.grid import expand_grid, make_cell
+from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.config import check_config
+from devicebench.plan.grid import expand_grid, make_cell
+from devicebench.run.runner import run_cell
+from devicebench.spark import SparkOptions
 from devicebench.spark.session import java_missing, master_url
 
 # CI machines have Java 17; elsewhere the tests that start a JVM say why they cannot run
@@ -131,13 +133,14 @@ def test_the_engine_axis_reaches_infer_cells_and_spark_settings_reach_spark_cell
     assert all("engine~" not in c.cell_id for c in cells if c.values["mode"] == "train")
     assert all("engine~" not in c for c in before)  # configs without the axis keep their paths
     spark = next(c for c in infer if c.values["engine"] == "spark")
-    args = shlex.split(spark.cli_args())
-    assert args[args.index("--engine") + 1] == "spark"
-    assert args[args.index("--spark-master") + 1] == "spark://head:7077"
-    assert args[args.index("--spark-max-failures") + 1] == "3"
-    assert "--axis" not in args  # settings, not axes: they stay out of the cell path
+    spec = CellSpec.from_json(shlex.split(spark.cli_args())[1])  # what run_cell.py receives
+    assert spec.values["engine"] == "spark"
+    assert spec.engine_options == SparkOptions(master="spark://head:7077", max_failures=3)
+    assert spec.run_settings()["spark_master"] == "spark://head:7077"  # as spark/ reads it
+    assert "master" not in spark.cell_id  # options, not axes: they stay out of the cell path
     inprocess = next(c for c in infer if c.values["engine"] == "inprocess")
-    assert "--spark-master" not in shlex.split(inprocess.cli_args())
+    assert inprocess.engine_options is None
+    assert "spark_master" not in inprocess.run_settings()
 
 
 def test_a_bad_engine_is_refused_naming_the_key(tiny_config):

@@ -16,8 +16,8 @@ STEADY = {"min_duration_s": 1.5, "min_requests": 30, "ramp_s": 0.3, "capacity_s"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> dict:
     """One serve cell of MobileNetV2 at 32 px on 2 CPU threads with a short steady window."""
-    from devicebench.cell import run_cell
-    from devicebench.grid import make_cell
+    from devicebench.plan.grid import make_cell
+    from devicebench.run.runner import run_cell
 
     tmp = tmp_path_factory.mktemp("steady")
     manifest = prepare_dataset(
@@ -72,7 +72,7 @@ def test_a_serve_cells_worker_loads_no_framework_and_keeps_the_servers_cuda_fact
     assert "torch_imported" not in marks and "determinism_set" not in marks
     import torch  # noqa: F401 - here, as in the server: the build's CUDA facts
 
-    from devicebench.environment import torch_cuda_build
+    from devicebench.measure.environment import torch_cuda_build
 
     environment = served["environment"]
     assert {k: environment[k] for k in ("cuda", "cudnn")} == torch_cuda_build()
@@ -95,7 +95,7 @@ def test_a_server_as_fast_as_the_trivial_route_is_client_bound():
     ("key", "value"), [("min_duration_s", -1), ("min_requests", 1.5), ("capacity_s", 0)]
 )
 def test_bad_steady_settings_name_their_key(key, value):
-    from devicebench.config import ConfigError, check_config
+    from devicebench.plan.config import ConfigError, check_config
 
     serve = {"image_size": 32, key: value}
     study = {"tasks": {"serve_image": {"serve": serve}}, "frameworks": ["torch"]}

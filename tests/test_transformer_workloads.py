@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from devicebench.config import ConfigError, check_config
 from devicebench.frameworks.transformer_backend import TransformerBackend
+from devicebench.plan.config import ConfigError, check_config
 from devicebench.workloads import cifar10_finetune, get, model_flops, specs, text_classify
 
 MODULES = ("text_classify", "cifar10_finetune", "conll_ner", "serve_text")

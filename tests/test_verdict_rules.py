@@ -16,12 +16,12 @@ from devicebench.aggregate.best import best_table
 from devicebench.aggregate.collect import collect_records
 from devicebench.aggregate.pricing import PriceFileError, load_prices, price_per_hour
 from devicebench.aggregate.quality_gate import mark_quality
-from devicebench.config import ConfigError
-from devicebench.copies_runner import merge, wait_at_barrier
-from devicebench.devices import host_cores
-from devicebench.gpu_compile import compiled_axes
-from devicebench.packing import copies_axes
+from devicebench.measure.devices import host_cores
+from devicebench.plan.config import ConfigError
+from devicebench.plan.gpu_compile import compiled_axes
+from devicebench.plan.packing import copies_axes
 from devicebench.record import new_record
+from devicebench.run.copies_runner import merge, wait_at_barrier
 
 REPO = Path(__file__).resolve().parents[1]
 PRICES = load_prices(REPO / "config" / "prices.yaml")

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from workflow import REPO, planned_cells, planned_jobs, snakemake, write_config
 
-from devicebench.config import load_config
-from devicebench.grid import expand_grid
+from devicebench.plan.config import load_config
+from devicebench.plan.grid import expand_grid
 
 pytestmark = pytest.mark.workflow
 

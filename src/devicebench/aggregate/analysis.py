@@ -19,7 +19,7 @@ from devicebench.aggregate.pairing import pairing_columns
 from devicebench.aggregate.pricing import load_prices, price_per_hour, shape_priced  # noqa: F401
 from devicebench.aggregate.quality_gate import mark_quality
 from devicebench.aggregate.tables import _group_key, _resolve_base, _select, _sorted
-from devicebench.peaks import achieved_tflops, device_peak
+from devicebench.measure.peaks import achieved_tflops, device_peak
 
 CELL_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
 

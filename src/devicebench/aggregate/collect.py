@@ -18,7 +18,7 @@ import pandas as pd
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import duplicates, read_record
 from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
-from devicebench.flop_formulas import needs_recount
+from devicebench.measure.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")

@@ -2,9 +2,9 @@
 
 A cell's fixed cost (process start, imports, data, model, warm-up: everything before
 `timings.timed_start`) and its tail (after `timings.timed_end` until the record is written) decide
-how many cells a lease holds. New records carry `timings.marks` (devicebench.marks); older ones
-only `timed_start`/`timed_end` and `provenance.created` (whole seconds, taken by the runner before
-its worker starts), and Snakemake's log adds each job's start and end (whole seconds).
+how many cells a lease holds. New records carry `timings.marks` (devicebench.measure.marks); older
+ones only `timed_start`/`timed_end` and `provenance.created` (whole seconds, taken by the runner
+before its worker starts), and Snakemake's log adds each job's start and end (whole seconds).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 from devicebench.atomic import atomic_path
 
 _CHUNK = 1 << 20
-# A command that works as written: the planning check (devicebench.data_check) prints the
+# A command that works as written: the planning check (devicebench.plan.data_check) prints the
 # preparation command with the config's sizes and seed, and stops before any record is touched.
 RECOVERY = "Run `snakemake -n`: it names the command that prepares this data set again."
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devicebench.devices import cuda_device_count
+from devicebench.measure.devices import cuda_device_count
 
 
 def world_size(settings: dict[str, Any]) -> int:

@@ -16,12 +16,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from devicebench import environment, limits
 from devicebench.distributed.launch import rank_failure_path
 from devicebench.distributed.window import apply_world_throughput
-from devicebench.marks import marks
-from devicebench.processes import die_with_parent, exit_without_teardown
+from devicebench.measure import environment
+from devicebench.measure.marks import marks
 from devicebench.record import write_atomic
+from devicebench.run import limits
+from devicebench.run.processes import die_with_parent, exit_without_teardown
 
 
 def join_group(settings: dict[str, Any]) -> tuple[int, int]:
@@ -42,7 +43,7 @@ def join_group(settings: dict[str, Any]) -> tuple[int, int]:
 def main(argv: list[str]) -> int:
     import torch.distributed as dist
 
-    from devicebench.worker import measure
+    from devicebench.run.worker import measure
 
     die_with_parent()  # torchrun killed by the runner's timeout: no rank measures on
     settings_path, result_path = Path(argv[0]), Path(argv[1])
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> int:
         write_atomic(rank_failure_path(result_path, rank) if rank else result_path, result)
         return 1  # torchrun then stops the other ranks
     if rank == 0:
-        if isinstance(result.get("timings"), dict):  # rank 0's stages (devicebench.marks)
+        if isinstance(result.get("timings"), dict):  # rank 0's stages (devicebench.measure.marks)
             result["timings"]["marks"] = marks()
         write_atomic(result_path, result)
     dist.destroy_process_group()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from devicebench.timing import summarize
+from devicebench.measure.timing import summarize
 
 
 def gather_ranks(result: dict[str, Any]) -> list[dict[str, Any]]:

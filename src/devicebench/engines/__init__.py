@@ -11,25 +11,47 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 from typing import Any
 
+# The engines found on disk: each module `<name>_engine.py` here (its ENGINE's name is <name>).
 MODULES: dict[str, str] = {
-    "torch": "devicebench.engines.torch_engine",
-    "onnxruntime": "devicebench.engines.onnxruntime_engine",
-    "openvino": "devicebench.engines.openvino_engine",
+    info.name.removesuffix("_engine"): f"{__name__}.{info.name}"
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if info.name.endswith("_engine")
 }
+# The `engine` axis value of a cell that names none: the framework's own loop (torch's, for the
+# export engines); the one place this name is defined.
+IN_PROCESS = "inprocess"
 # The grid's name of an engine where it differs from the engine's own.
-AXIS_VALUES: dict[str, str] = {"inprocess": "torch"}
-# Axis values of engines that score a torch model in the cell's process (Spark: spark/).
+AXIS_VALUES: dict[str, str] = {IN_PROCESS: "torch"}
+# Axis values of engines that score a torch model in the cell's process.
 MODEL_ENGINES = ("onnxruntime", "openvino")
-# What each engine's library is imported as (to say "not installed" before any work).
-PACKAGES: dict[str, str] = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
+# Axis values of the engines that score a torch model on Spark (devicebench.spark).
+SPARK_ENGINES = ("spark", "spark-streaming")
 # Number formats an engine may be asked for; int8 is post-training quantization (infer only).
 FORMATS = ("fp32", "bf16", "int8")
 # The formats each model engine has a path for (ONNX Runtime's CPU provider has no bf16 kernels
 # for these models): the grid makes no cell of another.
 ENGINE_FORMATS = {"onnxruntime": ("fp32", "int8"), "openvino": FORMATS}
 REDUCED_FORMATS = ("bf16", "int8")
+# Where the options dataclass (module's OPTIONS, an engines.base.EngineOptions) of each engine
+# axis value that owns options lives; the other engines take none.
+OPTIONS: dict[str, str] = {
+    "openvino": "devicebench.engines.openvino_engine",
+    "spark": "devicebench.spark",
+    "spark-streaming": "devicebench.spark",
+}
+
+
+def axis_values() -> tuple[str, ...]:
+    """Every value the grid's `engine` axis may take."""
+    return (*AXIS_VALUES, *MODEL_ENGINES, *SPARK_ENGINES)
+
+
+def cell_engine(settings: Any) -> str:
+    """A cell's `engine` axis value (the in-process default where it names none)."""
+    return str(settings.get("engine", IN_PROCESS))
 
 
 def engine_name(axis_value: str) -> str:
@@ -45,14 +67,26 @@ def get(name: str) -> Any:
     return importlib.import_module(MODULES[name]).ENGINE
 
 
+def options_class(axis_value: str | None) -> Any:
+    """The options dataclass the engine behind an `engine` axis value owns, or None."""
+    where = OPTIONS.get(str(axis_value))
+    return importlib.import_module(where).OPTIONS if where else None
+
+
+def package(name: str) -> str:
+    """What the engine's library is imported as (its module, light, says so; the library is not
+    imported)."""
+    return get(name).package
+
+
 def installed(name: str) -> bool:
     """Whether the engine's library can be imported here (without importing it)."""
-    return importlib.util.find_spec(PACKAGES[engine_name(name)]) is not None
+    return importlib.util.find_spec(package(name)) is not None
 
 
 def skip_reason(settings: dict[str, Any]) -> str | None:
     """Why an engine cell cannot run (before any work), or None; light: imports no engine."""
-    engine = settings.get("engine", "inprocess")
+    engine = cell_engine(settings)
     precision = str(settings["precision"])
     if engine not in MODEL_ENGINES:
         if precision == "int8":
@@ -74,5 +108,5 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
             "calibrate the post-training quantization with; int8 is measured by infer cells"
         )
     if not installed(engine):
-        return f"engine {engine}: the {PACKAGES[engine]} package is not installed"
+        return f"engine {engine}: the {package(engine)} package is not installed"
     return get(engine).skip_reason(str(settings["device"]), precision)

@@ -161,7 +161,7 @@ def finish(result: dict[str, Any], backend: Any, settings: dict[str, Any], score
     """
     precision = str(settings["precision"])
     features = cpu_features() if settings["device"] == "cpu" else {}
-    section: dict[str, Any] = {"name": engines.engine_name(settings.get("engine", "inprocess"))}
+    section: dict[str, Any] = {"name": engines.engine_name(engines.cell_engine(settings))}
     if isinstance(backend, EngineBackend):
         section |= backend.info
         section["trained_in"] = torch_settings(settings)["precision"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicebench.environment import cpu_flags
+from devicebench.measure.environment import cpu_flags
 
 FEATURES = ("amx_bf16", "amx_int8", "amx_tile", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni")
 

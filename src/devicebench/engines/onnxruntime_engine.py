@@ -73,6 +73,7 @@ def quantize(fp32: Path, options: LoadOptions) -> tuple[Path, dict[str, Any]]:
 
 class OnnxRuntimeEngine(Engine):
     name = "onnxruntime"
+    package = "onnxruntime"
     devices = ("cpu", "cuda")
     formats = ("fp32", "int8")
 

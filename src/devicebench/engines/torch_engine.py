@@ -18,6 +18,7 @@ from devicebench.engines.base import Batch, Engine, Loaded, LoadOptions
 
 class TorchEngine(Engine):
     name = "torch"
+    package = "torch"
     devices = ("cpu", "cuda", "mps")
     formats = ("fp32", "bf16")
 

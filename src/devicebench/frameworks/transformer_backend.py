@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from devicebench.engines.base import EngineView
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
-from devicebench.precision_math import apply_precision_math
+from devicebench.measure.precision import apply_precision_math
 from devicebench.workloads.base import TaskSpec
 
 

@@ -27,8 +27,8 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from devicebench.environment import torch_cuda_build
-from devicebench.processes import die_with_parent
+from devicebench.measure.environment import torch_cuda_build
+from devicebench.run.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench.energy import EnergyMeter
-from devicebench.marks import mark
-from devicebench.sampler import Sampler
+from devicebench.measure.energy import EnergyMeter
+from devicebench.measure.marks import mark
+from devicebench.measure.sampler import Sampler
 from devicebench.serving import inprocess, loadgen, slo, steady
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from devicebench.timing import latency_percentiles
+from devicebench.measure.timing import latency_percentiles
 
 JPEG = "image/jpeg"
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench.processes import REPO, die_with_parent
+from devicebench.run.processes import REPO, die_with_parent
 
 
 def task_arguments(

@@ -69,7 +69,7 @@ def make_scorer(
     from devicebench.workloads import get, specs
 
     if framework in ("torch", "keras-torch"):  # the cell's precision as torch math (TF32)
-        from devicebench.precision_math import apply_precision_math
+        from devicebench.measure.precision import apply_precision_math
 
         apply_precision_math(precision)
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from devicebench.processes import die_with_parent
+from devicebench.run.processes import die_with_parent
 from devicebench.serving.net import bind
 from devicebench.serving.stats import ServerStats
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from devicebench.processes import die_with_parent
+from devicebench.run.processes import die_with_parent
 
 
 def main(argv: list[str]) -> int:

@@ -22,7 +22,7 @@ _MODELS: dict[str, Any] = {}
 def _model(spec: dict[str, Any]):
     import torch
 
-    from devicebench.precision_math import apply_precision_math
+    from devicebench.measure.precision import apply_precision_math
     from devicebench.workloads import get
 
     key = spec["weights_id"]  # one model per broadcast, i.e. per cell

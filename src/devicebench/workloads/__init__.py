@@ -12,8 +12,9 @@ Each module ``devicebench.workloads.<name>`` defines ``WORKLOAD``, an instance o
 - serve_image and serve_text subclass ``base.ServeWorkload``: their models live in the scoring
   server (``devicebench.serving``), which reaches them through ``get(task).make_scorer``.
 
-Adding a workload: write ``workloads/<name>.py`` with a subclass and ``WORKLOAD``, add the name
-to ``NAMES``, add its config entries (config/schema.yaml types a new axis). The registry imports
+Adding a workload: write ``workloads/<name>.py`` with a subclass and ``WORKLOAD`` (the registry
+finds it on disk: ``NAMES`` is every module here that assigns ``WORKLOAD``, read without importing
+it), add its config entries (config/schema.yaml types a new axis). The registry imports
 a module by name only when asked; workload modules import ``base`` and siblings, never this
 module, and stay light at import time (frameworks are imported inside methods), so planning the
 grid (``specs()``) loads no framework.
@@ -21,26 +22,36 @@ grid (``specs()``) loads no framework.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import pkgutil
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from devicebench.workloads.base import TaskSpec, Workload
 
-NAMES: tuple[str, ...] = (
-    "mnist_mlp",
-    "mnist_cnn",
-    "cifar10_cnn",
-    "imdb_fasttext",
-    "imdb_bilstm",
-    "textgen_lstm",
-    "serve_image",
-    "text_classify",
-    "cifar10_finetune",
-    "conll_ner",
-    "serve_text",
-)
+
+def _defines_workload(path: Path) -> bool:
+    """Whether a module's source assigns ``WORKLOAD`` at its top level (read, not imported)."""
+    tree = ast.parse(path.read_text())
+    targets = [t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets]
+    return any(isinstance(t, ast.Name) and t.id == "WORKLOAD" for t in targets)
+
+
+def _found() -> tuple[str, ...]:
+    """The workloads on disk: each module or package here that defines ``WORKLOAD``, sorted."""
+    here = Path(__file__).parent
+    names = []
+    for info in pkgutil.iter_modules([str(here)]):
+        source = here / info.name / "__init__.py" if info.ispkg else here / f"{info.name}.py"
+        if source.exists() and _defines_workload(source):
+            names.append(info.name)
+    return tuple(sorted(names))
+
+
+NAMES: tuple[str, ...] = _found()
 
 
 def get(name: str) -> Workload:
@@ -77,14 +88,23 @@ def model_flops(
     `settings` are the cell's run settings or a table row holding its axes (FLOPs of the
     transformer workloads depend on seq_len and image size).
     """
+    from devicebench.measure.flops_cache import cache_key, cached
+
     cell = {k: v for k, v in (settings or {}).items() if not _missing(v)}
     cell |= {"task": task, "model": model}
     try:
         workload = get(task)
+    except KeyError:
+        return {"flops_per_sample_train": None, "flops_per_sample_infer": None}
+
+    def count() -> dict[str, float | None]:
         counts = {mode: workload.flops_per_sample(cell, mode) for mode in ("train", "infer")}
+        return {
+            f"flops_per_sample_{mode}": None if count is None else float(count)
+            for mode, count in counts.items()
+        }
+
+    try:  # once per model and shape (measure.flops_cache)
+        return cached(cache_key(task, model, tuple(workload.spec.axes), cell), count)
     except (ImportError, KeyError, ValueError):
         return {"flops_per_sample_train": None, "flops_per_sample_infer": None}
-    return {
-        f"flops_per_sample_{mode}": None if count is None else float(count)
-        for mode, count in counts.items()
-    }

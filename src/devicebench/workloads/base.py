@@ -89,12 +89,12 @@ class Workload:
         )
 
     def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
-        """The object the driver times (devicebench.driver.Backend) for this cell."""
+        """The backend the cell's scenario times (frameworks.protocols: Trainable, Classifier)."""
         raise NotImplementedError(f"{self.spec.name} has no in-process backend")
 
     def quality(self, dataset: Any, predicted: Any, loss: float) -> dict[str, float]:
         """The record's quality section; ``accuracy`` is the key the analysis uses."""
-        from devicebench.metrics import classification_scores
+        from devicebench.measure.metrics import classification_scores
 
         quality = classification_scores(dataset.y_test, predicted, dataset.num_classes)
         quality["loss"] = loss

@@ -304,8 +304,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     """Counted on the CPU over one sequence at the cell's seq_len (FLOPs do not depend on data)."""
     import torch
 
-    from devicebench.flops import count_flops, net_for_counting
     from devicebench.frameworks.transformer_backend import architecture
+    from devicebench.measure.flops import count_flops, net_for_counting
 
     seq_len = int(settings.get("seq_len", SPEC.axes["seq_len"][0]))
     if settings.get("weights") == "pretrained":  # the checkpoint's own architecture

@@ -303,8 +303,8 @@ def flops_per_sample(settings: dict[str, Any], mode: str) -> float:
     at 1x1)."""
     import torch
 
-    from devicebench.flops import count_flops, net_for_counting
     from devicebench.frameworks.transformer_backend import architecture
+    from devicebench.measure.flops import count_flops, net_for_counting
 
     model = str(settings["model"])
     source = _source(settings, model)

@@ -130,7 +130,7 @@ class ClassicWorkload(Workload):
 @cache
 def _classic_flops(workload: ClassicWorkload, model: str, mode: str) -> float:
     """FLOPs of one sample of the torch twin (every framework's model has its architecture)."""
-    from devicebench.flops import count_flops
+    from devicebench.measure.flops import count_flops
 
     net = workload.build_torch(model, 0, outputs=workload.flops_outputs)
     return count_flops(net, workload.flops_inputs(FLOPS_BATCH), mode)

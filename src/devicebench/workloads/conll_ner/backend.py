@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from devicebench.frameworks.torch_device import TorchDevice, autocast_dtype, timed_batches
-from devicebench.precision_math import apply_precision_math
+from devicebench.measure.precision import apply_precision_math
 from devicebench.workloads.conll_ner import models as ner_models
 from devicebench.workloads.conll_ner.inputs import IGNORE, NerArrays
 
@@ -56,7 +56,7 @@ def count_flops(
     """
     from devicebench.data.conll import LABELS
     from devicebench.data.wordpiece import BERT_VOCAB
-    from devicebench.flop_formulas import flop_counter
+    from devicebench.measure.flop_formulas import flop_counter
 
     architecture, size = model
     if config is None:  # a pretrained checkpoint passes its own

@@ -7,7 +7,7 @@
 - `--config` values inside lists and mappings are typed as YAML types them: Snakemake parses
   `batch_sizes=[32]` with YAML's BaseLoader, which leaves every scalar a string (['32']).
 
-``python -m devicebench.config_files FILE...`` checks files this way and prints what is wrong.
+``python -m devicebench.plan.config_files FILE...`` checks files this way and prints what is wrong.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devicebench.config import ConfigError
-from devicebench.config_bounds import ConfigTooLarge, check_size, short
+from devicebench.plan.config import ConfigError
+from devicebench.plan.config_bounds import ConfigTooLarge, check_size, short
 
 
 def _loader():

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def die_with_parent() -> None:

@@ -13,7 +13,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from devicebench.machine import machine_identity
+from devicebench.measure.machine import machine_identity
 
 LIBRARIES = ("torch", "numpy", "keras", "tensorflow", "tensorflow-cpu", "devicebench")
 # Instruction-set features that change deep-learning speed on a CPU (x86 and Arm names).

@@ -1,4 +1,4 @@
-"""Host utilization sampler: `python -m devicebench.sampler INTERVAL_S [GPU_INDEX]`.
+"""Host utilization sampler: `python -m devicebench.measure.sampler INTERVAL_S [GPU_INDEX]`.
 
 It runs as its own small process, not as a thread of the worker, so its Python work never
 competes with the measured loop for the worker's GIL. It samples CPU utilization per core
@@ -123,7 +123,7 @@ class Sampler:
     def start(self) -> Sampler:
         if not self.enabled:
             return self
-        command = [sys.executable, "-m", "devicebench.sampler", str(self.interval_s)]
+        command = [sys.executable, "-m", "devicebench.measure.sampler", str(self.interval_s)]
         if (index := self.gpu_index()) is not None:
             command.append(index)
         env = dict(os.environ, OMP_NUM_THREADS="1")

@@ -13,20 +13,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from devicebench.config_bounds import (
+from devicebench.frameworks import FRAMEWORKS
+from devicebench.measure.devices import has_device, host_cores
+from devicebench.plan.config_bounds import (
     ConfigTooLarge,
     check_size,
     non_finite,
     short,
     strict_validator,
 )
-from devicebench.converge import ALTERNATIVE_DATASETS
-from devicebench.devices import has_device, host_cores
-from devicebench.frameworks import FRAMEWORKS
+from devicebench.plan.converge import ALTERNATIVE_DATASETS
 from devicebench.workloads import get, specs
 from devicebench.workloads.base import axis_key
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 
 
 class ConfigError(ValueError):
@@ -185,7 +185,7 @@ def _check_test_samples(
 
 def _check_converge(task: str, given: dict[str, Any]) -> None:
     """A converge section needs a task that trains, and a dataset it can read."""
-    from devicebench.converge import check
+    from devicebench.plan.converge import check
 
     TASKS = specs()  # noqa: N806 - the registry's specs by name
     if "train" not in TASKS[task].modes:

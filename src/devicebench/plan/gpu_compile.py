@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicebench.config import ConfigError
+from devicebench.plan.config import ConfigError
 
 
 def compiled_axes(

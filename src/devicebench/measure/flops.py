@@ -46,7 +46,7 @@ def count_flops(net: Any, inputs: Any, mode: str) -> float:
     """
     import torch
 
-    from devicebench.flop_formulas import flop_counter
+    from devicebench.measure.flop_formulas import flop_counter
 
     args, kwargs = ((), inputs) if isinstance(inputs, dict) else ((inputs,), {})
     samples = len(next(iter(inputs.values())) if kwargs else inputs)

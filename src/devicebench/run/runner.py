@@ -18,20 +18,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, engines, environment, kills, marks, spark
+from devicebench import __version__, scenarios
 from devicebench.atomic import atomic_path
-from devicebench.bench_lock import timed_slot
-from devicebench.copies_runner import copies_of, run_packed
-from devicebench.data_check import read_manifest
-from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
-from devicebench.grid import Cell
-from devicebench.kept import keep
-from devicebench.output_space import check_output
-from devicebench.processes import REPO, die_with_parent
+from devicebench.measure import environment, marks
+from devicebench.measure.devices import has_device, resolve_threads
+from devicebench.plan.cellspec import CellSpec
+from devicebench.plan.data_check import read_manifest
 from devicebench.record import new_record, read_record, write_atomic
-from devicebench.threads import thread_environment
+from devicebench.run import kills
+from devicebench.run.bench_lock import timed_slot
+from devicebench.run.copies_runner import copies_of, run_packed
+from devicebench.run.kept import keep
+from devicebench.run.output_space import check_output
+from devicebench.run.processes import REPO, die_with_parent
+from devicebench.run.threads import thread_environment
 from devicebench.workloads import get
 
 
@@ -80,7 +82,7 @@ def _worker_env(threads: int, device: str, framework: str = "torch") -> dict[str
     return env
 
 
-# The marks scripts/run_cell.py sets in this process before run_cell (devicebench.marks).
+# The marks scripts/run_cell.py sets in this process before run_cell (devicebench.measure.marks).
 RUNNER_MARKS = ("process_start", "runner_imported")
 
 
@@ -131,7 +133,13 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
         settings_path, result_path = Path(tmp, "settings.json"), Path(tmp, "result.json")
         settings_path.write_text(json.dumps(settings))
-        command = [sys.executable, "-m", "devicebench.worker", str(settings_path), str(result_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "devicebench.run.worker",
+            str(settings_path),
+            str(result_path),
+        ]
         env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
         world = launch.world_size(settings)
         if world > 1:  # torchrun from the cell: still one job, `world` ranks
@@ -202,11 +210,12 @@ def _keep_killed_note(record: dict[str, Any], folder: str | Path) -> None:
     )
 
 
-def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
+def run_cell(cell: CellSpec, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
     """Measure `cell` and write its record to `out`; returns the record. Raises OutputUnusable
     before anything runs when `out`'s folder (or the log folder) cannot take it."""
     check_output(out, *([Path(extra["log_dir"])] if extra and extra.get("log_dir") else []))
     settings = cell.run_settings() | (extra or {})
+    scenario = scenarios.for_cell(settings)  # an unknown mode: an error before any work
     threads = resolve_threads(settings["threads"])
     world = launch.world_size(settings)
     if world > 1:  # the cell's threads are shared among its ranks
@@ -227,12 +236,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     record["data"] = _data_section(data, settings)
     device = settings["device"]
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
-    skip = launch.skip_reason(settings) or spark.skip_reason(settings)
-    skip = skip or engines.skip_reason(settings)  # an engine or format this cell cannot run
-    if not skip and settings["mode"] == "serve":
-        from devicebench.serving.scoring import skip_reason
-
-        skip = skip_reason(settings)
+    skip = launch.skip_reason(settings)
+    skip = skip or scenario.skip_reason(settings)  # e.g. an engine or format it cannot run
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
     if not skip:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicebench.config import ConfigError
-from devicebench.devices import host_cores
+from devicebench.measure.devices import host_cores
+from devicebench.plan.config import ConfigError
 
 
 def copies_axes(
