@@ -28,9 +28,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from devicebench import driver  # noqa: E402
 from devicebench.data import load_dataset, prepare_dataset  # noqa: E402
 from devicebench.frameworks.torch_backend import TorchBackend, make_optimizer  # noqa: E402
+from devicebench.run import window  # noqa: E402
+from devicebench.scenarios.train import run_train  # noqa: E402
 from devicebench.workloads import get  # noqa: E402
 
 
@@ -74,7 +75,7 @@ def bare_loop(
 def harness(
     task: str, data, device: torch.device, batch: int, steps: int, reps: int, epochs: int
 ) -> float:
-    """The study's own path: TorchBackend driven by driver.run_train. Samples/s."""
+    """The study's own path: TorchBackend driven by scenarios.train.run_train. Samples/s."""
     workload = get(task)
     spec = workload.spec
     settings = {
@@ -92,7 +93,7 @@ def harness(
         "noise_cov": 0.1,
     }
     backend = TorchBackend(workload, settings, data)
-    return driver.run_train(backend, settings, data, quality=workload.quality)["throughput"][
+    return run_train(backend, settings, data, quality=workload.quality)["throughput"][
         "samples_per_s"
     ]
 
@@ -112,7 +113,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    driver.log = lambda message: None  # keep the table readable
+    window.log = lambda message: None  # keep the table readable
     with tempfile.TemporaryDirectory() as tmp:
         manifest = prepare_dataset(
             "mnist", "synthetic", tmp, train_samples=args.train_samples, test_samples=1000, seed=1

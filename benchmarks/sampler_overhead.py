@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     import psutil
     import torch
 
-    from devicebench import driver
     from devicebench.data import load_dataset, prepare_dataset
     from devicebench.frameworks.torch_backend import TorchBackend
+    from devicebench.scenarios.train import run_train
     from devicebench.workloads import get
 
     threads = args.threads or psutil.cpu_count(logical=True)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.rounds):
         for sampled in (False, True):
             run = settings | {toggle: sampled}
-            result = driver.run_train(backend, run, dataset, quality=workload.quality)
+            result = run_train(backend, run, dataset, quality=workload.quality)
             rates[sampled].append(result["throughput"]["samples_per_s"])
             if sampled and args.what == "sampler":
                 samples_taken.append(result["utilization"]["summary"]["samples"])

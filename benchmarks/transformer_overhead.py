@@ -6,7 +6,7 @@
 
 Part 1 (overhead): BERT-base (seq 128, batch 64, bf16) and ResNet-50 (batch 256, bf16,
 channels_last, CIFAR-10 resized to 224 on the device inside the step), each trained by a bare
-loop and by the study's own path (the workload's make_backend driven by driver.run_train).
+loop and by the study's own path (the workload's make_backend driven by scenarios.train.run_train).
 Rounds alternate bare and harness in one process; each side's throughput is the median over
 rounds, `paired` the median of the per-round harness/bare ratios (DESIGN.md asks >= 0.95).
 
@@ -35,9 +35,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from devicebench import driver  # noqa: E402
 from devicebench.frameworks.torch_device import autocast_dtype  # noqa: E402
 from devicebench.frameworks.transformer_backend import set_matmul_precision  # noqa: E402
+from devicebench.run import window  # noqa: E402
+from devicebench.scenarios.train import run_train  # noqa: E402
 from devicebench.workloads import (  # noqa: E402
     cifar10_finetune,
     get,  # noqa: E402
@@ -132,7 +133,7 @@ def bare_loop(case: dict, data: Synthetic, device: torch.device, steps: int, rep
 
 
 def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps: int) -> float:
-    """The study's path: the workload's backend driven by driver.run_train. Samples/s."""
+    """The study's path: the workload's backend driven by scenarios.train.run_train. Samples/s."""
     workload = get(case["task"])
     spec = workload.spec
     settings = {
@@ -159,7 +160,7 @@ def harness(case: dict, data: Synthetic, device: torch.device, steps: int, reps:
     )  # the overhead cases fix it; speedup cases take the backend's
     if layout_given and case["channels_last"] != backend.channels_last and device.type == "cuda":
         raise RuntimeError(f"{case['model']}: the harness and the bare loop differ in layout")
-    result = driver.run_train(backend, settings, data.dataset, quality=workload.quality)
+    result = run_train(backend, settings, data.dataset, quality=workload.quality)
     return result["throughput"]["samples_per_s"]
 
 
@@ -236,7 +237,7 @@ def main() -> None:
     parser.add_argument("--parts", nargs="+", default=parts, choices=parts,
                         help="eager harness/bare rows, compiled ResNet-50, GPU/CPU")  # fmt: skip
     args = parser.parse_args()
-    driver.log = lambda message: None  # keep the tables readable
+    window.log = lambda message: None  # keep the tables readable
     if args.smoke:
         args.device = "cpu"
         big, small = ("bert-tiny", "vit-tiny"), ("vit-tiny", "vit-tiny")

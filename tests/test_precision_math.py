@@ -9,8 +9,7 @@ from devicebench.cell import run_cell
 from devicebench.data import prepare_dataset
 from devicebench.frameworks.transformer_backend import set_matmul_precision
 from devicebench.grid import make_cell
-from devicebench.precision_math import apply_precision_math, torch_math_flags
-from devicebench.worker import torch_precision_math
+from devicebench.precision_math import apply_precision, apply_precision_math, torch_math_flags
 
 TF32_ON = {"matmul_allow_tf32": True, "cudnn_allow_tf32": True, "float32_matmul_precision": "high"}
 TF32_OFF = {
@@ -48,11 +47,12 @@ def test_each_precision_sets_both_switches_from_either_state(precision):
 def test_the_worker_and_the_transformer_loop_set_it(precision):
     _set_all(precision != "tf32")
     settings = {"framework": "keras-torch", "precision": precision}
-    assert torch_precision_math(settings)["precision_flags"] == EXPECTED[precision]
+    assert apply_precision(settings, before_backend=True)["precision_flags"] == EXPECTED[precision]
     _set_all(precision != "tf32")
     set_matmul_precision(precision)
     assert torch_math_flags() == EXPECTED[precision]
-    assert torch_precision_math({"framework": "keras-tensorflow", "precision": precision}) == {}
+    tensorflow = {"framework": "keras-tensorflow", "precision": precision}
+    assert apply_precision(tensorflow, before_backend=True) == {}
 
 
 def test_an_unknown_precision_is_refused():

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devicebench import __version__, engines, environment, marks, spark
+from devicebench import __version__, environment, marks, scenarios
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
@@ -190,6 +190,7 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     before anything runs when `out`'s folder (or the log folder) cannot take it."""
     check_output(out, *([Path(extra["log_dir"])] if extra and extra.get("log_dir") else []))
     settings = cell.run_settings() | (extra or {})
+    scenario = scenarios.for_cell(settings)  # an unknown mode: an error before any work
     threads = resolve_threads(settings["threads"])
     world = launch.world_size(settings)
     if world > 1:  # the cell's threads are shared among its ranks
@@ -210,12 +211,8 @@ def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None 
     record["data"] = _data_section(data, settings)
     device = settings["device"]
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
-    skip = launch.skip_reason(settings) or spark.skip_reason(settings)
-    skip = skip or engines.skip_reason(settings)  # an engine or format this cell cannot run
-    if not skip and settings["mode"] == "serve":
-        from devicebench.serving.scoring import skip_reason
-
-        skip = skip_reason(settings)
+    skip = launch.skip_reason(settings)
+    skip = skip or scenario.skip_reason(settings)  # e.g. an engine or format it cannot run
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"
     if not skip:

@@ -1,18 +1,14 @@
-"""Converge cells: time to a target quality on held-out data (MLPerf Training's metric,
-DAWNBench's time and cost to accuracy).
+"""Converge cells' settings: time to a target quality on held-out data (MLPerf Training's
+metric, DAWNBench's time and cost to accuracy), as the config and the grid state it.
 
 A converge cell trains one model from its seed epoch by epoch and scores the held-out split
-after each epoch, until the target is reached or a time or epoch limit runs out. The clock runs
-over training and scoring alike (as MLPerf's does: evaluation is part of the time to train);
-warm-up happens first, on a throwaway model, and is not counted. The energy meter and the
-utilization sampler cover the same window, so energy to target is the window's energy.
+after each epoch, until the target is reached or a time or epoch limit runs out; the
+measurement itself is the converge scenario (devicebench.scenarios.converge).
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 # What `tasks.<task>.converge` may say; `target` is required.
@@ -77,86 +73,4 @@ def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
         "dataset": cell_dataset(task_dataset, settings),
         "converge": json.dumps(given, sort_keys=True),
         "steps_per_epoch": None,  # an epoch is the whole training split, whatever train cells do
-    }
-
-
-def run_converge(
-    backend: Any, settings: dict[str, Any], dataset: Any, *, quality: Callable[..., dict]
-) -> dict[str, Any]:
-    """Train until the held-out `metric` reaches `target` or a limit; the record's sections."""
-    from devicebench import driver  # the shared procedure: steps, warm-up, sampler, scores
-
-    goal = converge_settings(settings)
-    metric, target = str(goal["metric"]), float(goal["target"])
-    batch, seed = int(settings["batch_size"]), int(settings["seed"])
-    steps = driver._steps(backend.train_samples, batch, settings.get("steps_per_epoch"), "training")
-    backend.new_model(seed + 1)
-    timings = driver._warmup(backend, int(settings["warmup_steps"]), lambda: backend.train_steps(1))
-    backend.new_model(seed)
-    sampler = driver._sampler(settings)
-    meter = driver._energy_meter(settings).start()
-    timed_start, start = time.time(), time.perf_counter()
-    history: list[dict[str, Any]] = []
-    train_s = eval_s = 0.0
-    reached = None
-    scores: dict[str, Any] = {}
-    while True:
-        began = time.perf_counter()
-        backend.train_steps(steps)
-        scored = time.perf_counter()
-        predicted, loss = backend.evaluate()
-        scores = dict(quality(dataset, predicted, loss))
-        ended = time.perf_counter()
-        train_s, eval_s = train_s + scored - began, eval_s + ended - scored
-        value = scores.get(metric)
-        if value is None:
-            raise ValueError(
-                f"converge.metric: {metric!r} is not a quality of this task; it has "
-                f"{', '.join(sorted(scores))}"
-            )
-        history.append({"epoch": len(history) + 1, "elapsed_s": ended - start, metric: value})
-        driver.log(f"epoch {len(history)}: {metric} {value:.4f} at {ended - start:.2f} s")
-        if value >= target:
-            reached = ended - start
-            break
-        if ended - start >= float(goal["max_time_s"]) or len(history) >= int(goal["max_epochs"]):
-            break
-    epochs = len(history)
-    samples = epochs * steps * batch
-    energy = meter.stop(samples)
-    timed_end = time.time()
-    utilization = sampler.stop()
-    window = time.perf_counter() - start
-    why = "" if reached is not None else f"stopped after {epochs} epoch(s), {window:.1f} s"
-    timings |= {
-        "timed_start": timed_start,
-        "timed_end": timed_end,
-        "median_s": train_s / epochs,  # one epoch's training time, as train cells report it
-        "repetitions_s": [train_s / epochs],
-        "window_s": [window],
-        "passes": [1],
-        "steps_per_epoch": steps,
-    }
-    return {
-        "converge": {
-            "metric": metric,
-            "target": target,
-            "converged": reached is not None,
-            "time_to_target_s": reached,
-            "epochs": epochs,
-            "samples_to_target": samples if reached is not None else None,
-            "train_s": train_s,
-            "eval_s": eval_s,
-            "energy_to_target_j": energy["total_j"] if reached is not None else None,
-            "max_time_s": float(goal["max_time_s"]),
-            "max_epochs": int(goal["max_epochs"]),
-            "history": history,
-            "not_reached": why or None,
-        },
-        "timings": timings,
-        "throughput": {"samples_per_s": samples / train_s, "samples_per_pass": steps * batch},
-        "quality": scores,
-        "energy": energy,
-        "utilization": utilization,
-        **driver.footprint(backend),
     }

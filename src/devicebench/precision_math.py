@@ -59,3 +59,15 @@ def torch_math_flags() -> dict[str, Any]:
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
     }
+
+
+def apply_precision(settings: dict[str, Any], *, before_backend: bool) -> dict[str, Any]:
+    """The cell's precision math for its framework, applied at the moment that framework needs:
+    torch's switches before any model is built (every framework on torch); TensorFlow's once the
+    backend has set its threads (TensorFlow fixes them at its first op). Returns what applied."""
+    tensorflow = settings["framework"] == "keras-tensorflow"
+    if before_backend and not tensorflow:
+        return apply_precision_math(settings["precision"])
+    if not before_backend and tensorflow:
+        return apply_tensorflow_precision_math(settings["precision"])
+    return {}

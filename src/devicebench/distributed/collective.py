@@ -14,7 +14,7 @@ import torch.distributed as dist
 class RankGroup:
     """Mixin for a backend whose ranks run in the default process group; needs `self.device`."""
 
-    distributed = True  # worker.make_backend refuses a gpus > 1 cell whose backend is not
+    distributed = True  # run.inprocess.make_backend refuses a gpus > 1 cell whose backend is not
 
     def _barrier(self) -> None:
         self.sync()

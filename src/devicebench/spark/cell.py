@@ -13,26 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from devicebench import driver
+from devicebench.run import window as w
 from devicebench.spark import frames, skip_reason
 from devicebench.spark.session import master_url, start_session
 from devicebench.timing import latency_percentiles
 
 
 def _train_untimed(backend, settings: dict[str, Any]) -> None:
-    batch = int(settings["batch_size"])
-    steps = driver._steps(backend.train_samples, batch, settings.get("steps_per_epoch"), "training")
+    steps = w.train_steps(backend, settings)
     backend.new_model(int(settings["seed"]))
     start = time.perf_counter()
     for _ in range(int(settings["epochs"])):
         backend.train_steps(steps)
-    driver.log(
-        f"trained untimed for {settings['epochs']} epoch(s): {time.perf_counter() - start:.2f} s"
-    )
+    w.log(f"trained untimed for {settings['epochs']} epoch(s): {time.perf_counter() - start:.2f} s")
 
 
 def run_spark_infer(
-    backend, settings: dict[str, Any], dataset: Any, *, quality: driver.Quality
+    backend, settings: dict[str, Any], dataset: Any, *, quality: w.Quality
 ) -> dict[str, Any]:
     """Measure one Spark infer cell and return the record sections it fills."""
     import torch
@@ -52,29 +49,26 @@ def run_spark_infer(
     spark = start_session(settings)
     try:  # the weights reach the executors as a broadcast: no shared file system needed
         spec = frames.model_spec(backend, settings, spark.sparkContext.broadcast(buffer.getvalue()))
-        sampler = driver._sampler(settings)
-        timed_start = time.time()
+        window = w.Window(settings).start()
         run = run_streaming if engine == "spark-streaming" else run_batch
         timings, windows, passes, predicted, loss, info, extra = run(
             spark, spec, settings, x_test, y_test
         )
-        timed_end = time.time()
-        utilization = sampler.stop()
+        window.stop(len(y_test) * sum(passes))
         info |= {"master": master_url(settings), "spark_version": spark.version}
     finally:
         spark.stop()
     if engine == "spark-streaming":
         timings["latency_ms"] = latency_percentiles(extra)
         timings["latency_what"] = "end to end per micro-batch: file landed -> predictions on driver"
-    result = driver._result(
+    result = w.result(
         backend,
         settings,
         timings,
         windows,
         passes,
         len(y_test),
-        timed_start,
-        timed_end,
+        window,
         quality(dataset, predicted, loss),
     )
     result["quality"] |= {
@@ -87,4 +81,4 @@ def run_spark_infer(
         "trained in-process (untimed); scored by an iterator-of-batches pandas UDF, "
         "model loaded once per Spark Python worker"
     )
-    return result | {"utilization": utilization}
+    return result | {"utilization": window.utilization, "energy": window.energy}

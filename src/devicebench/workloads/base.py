@@ -89,7 +89,7 @@ class Workload:
         )
 
     def make_backend(self, settings: dict[str, Any], dataset: Any) -> Any:
-        """The object the driver times (devicebench.driver.Backend) for this cell."""
+        """The backend the cell's scenario times (frameworks.protocols: Trainable, Classifier)."""
         raise NotImplementedError(f"{self.spec.name} has no in-process backend")
 
     def quality(self, dataset: Any, predicted: Any, loss: float) -> dict[str, float]:

@@ -1,30 +1,31 @@
-"""Generative engines: each turns the cell's model into a Generator the token clock can time.
+"""Generative engines: one module each (``ENGINE``, a ``base.GenerativeEngine``), found on disk.
 
-One module per engine, found by name (imported only when asked); each defines ``ENGINE`` with
-``skip_reason(settings)`` (light: imports nothing heavy) and ``load(settings) -> Generator``. A
-Generator's ``generate(prompts, max_new_tokens, on_token)`` calls ``on_token`` once per decode
-step with that step's token of every request, as soon as the tokens are on the host.
+``get(name)`` imports the engine's module only when asked, so the grid and the config check need
+none of the engines' libraries.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import pkgutil
+from functools import cache
+from pathlib import Path
 
-MODULES: dict[str, str] = {
-    "torch": "devicebench.engines.generative.torch_eager",
-    "torch-static": "devicebench.engines.generative.torch_static",
-    "openvino-genai": "devicebench.engines.generative.openvino_genai",
-}
+from devicebench.engines.generative.base import GenerativeEngine
 
 
-def get(name: str) -> Any:
-    """The engine of a value of the `generator` axis."""
-    if name not in MODULES:
-        raise ValueError(f"unknown generator {name!r}; known: {', '.join(MODULES)}")
-    return importlib.import_module(MODULES[name]).ENGINE
+def names() -> tuple[str, ...]:
+    """Every generative engine's name (its module's), sorted."""
+    found = pkgutil.iter_modules([str(Path(__file__).parent)])
+    return tuple(sorted(m.name for m in found if m.name != "base" and not m.name.startswith("_")))
 
 
-def skip_reason(settings: dict[str, Any]) -> str | None:
-    """Why this generator cannot run this cell here, or None."""
-    return get(str(settings["generator"])).skip_reason(settings)
+@cache
+def get(name: str) -> GenerativeEngine:
+    """The generative engine named `name`; ValueError naming the known ones."""
+    if name not in names():
+        raise ValueError(f"unknown generative engine {name!r}; known: {', '.join(names())}")
+    engine = importlib.import_module(f"{__name__}.{name}").ENGINE
+    if engine.name != name:
+        raise ValueError(f"generative engine module {name!r} defines ENGINE named {engine.name!r}")
+    return engine

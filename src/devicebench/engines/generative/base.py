@@ -1,0 +1,63 @@
+"""The interface of a generative engine: load a language model and hand back a Generator.
+
+Beside ``engines.base.Engine`` (which exports a torch model that returns logits), a generative
+engine (torch ``generate``, OpenVINO GenAI, llama.cpp, ...) loads a model from a local folder or
+file and returns a ``frameworks.generator.Generator``; the generate scenario times it with one
+clock (``frameworks.generator.time_generation``). Each engine owns its options: a frozen
+dataclass subclassing ``GenerativeOptions`` (``Options``), built from the cell's engine options
+by ``options_from``, which names any key the engine does not own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from devicebench.frameworks.generator import Generator
+
+
+@dataclass(frozen=True)
+class GenerativeOptions:
+    """What every generative engine is told; an engine's own options subclass this."""
+
+    precision: str = "fp32"
+    threads: int = 1
+    device: str = "cpu"
+
+
+class GenerativeEngine(ABC):
+    """One generative engine: its name, where it runs, its options, and how it loads a model."""
+
+    name: ClassVar[str]
+    package: ClassVar[str]  # what its library is imported as (say "not installed" before work)
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    formats: ClassVar[tuple[str, ...]] = ("fp32",)
+    Options: ClassVar[type[GenerativeOptions]] = GenerativeOptions
+
+    def skip_reason(self, device: str, precision: str) -> str | None:
+        """Why this engine cannot run `precision` on `device` here, or None."""
+        if device not in self.devices:
+            return f"engine {self.name} runs on {', '.join(self.devices)} here, not {device}"
+        if precision not in self.formats:
+            return f"engine {self.name} has no {precision} path (it runs {', '.join(self.formats)})"
+        return None
+
+    def options_from(self, given: Mapping[str, Any], **common: Any) -> GenerativeOptions:
+        """The engine's options from a cell's `given` ones plus the common ones; ValueError naming
+        a key the engine does not own."""
+        owned = {f.name for f in dataclasses.fields(self.Options)}
+        unknown = sorted(set(given) - owned)
+        if unknown:
+            raise ValueError(
+                f"engine {self.name} has no option {', '.join(map(repr, unknown))}; "
+                f"its options: {', '.join(sorted(owned))}"
+            )
+        return self.Options(**common, **given)
+
+    @abstractmethod
+    def load(self, model: str | Path, options: GenerativeOptions) -> Generator:
+        """The model at `model` (a local folder or file) ready to generate; no download."""

@@ -1,0 +1,50 @@
+"""What a scenario is: one kind of measurement of a cell (train, infer, converge, serve, ...).
+
+A scenario names the grid mode it measures (``MODE``), the engines it claims (``ENGINES``: empty
+for "any engine no other scenario claims"), and the backend protocol it needs from a workload
+(``needs``: ``frameworks.protocols.Trainable``/``Classifier``, ``frameworks.generator.Generator``,
+or None when its model lives elsewhere, e.g. a scoring server). The worker looks the scenario up
+and calls ``run``; the scenario returns the record sections it fills (timings, throughput,
+quality, memory, model, utilization, energy, environment, ...), and the worker adds status.
+
+Standard library only at import time: the runner asks a scenario why a cell cannot run before
+the worker imports any framework.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+
+class Scenario(ABC):
+    """One measurement: found by ``NAME`` in ``devicebench.scenarios``."""
+
+    NAME: ClassVar[str]
+    MODE: ClassVar[str]  # the value of the grid's `mode` axis it measures
+    ENGINES: ClassVar[tuple[str, ...]] = ()  # engine axis values it claims (empty: the rest)
+    needs: ClassVar[type | None] = None  # the backend protocol its workload must offer
+    # False where the cell's process needs no framework (a serve cell only sends requests): the
+    # worker then sets no determinism and no precision math in it.
+    uses_framework: ClassVar[bool] = True
+
+    def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """Why this scenario cannot run the cell on this host (recorded ``skipped``), or None.
+
+        Called by the runner before the worker starts: light, imports no framework. By default,
+        the engine's reasons (an engine or number format this cell cannot run)."""
+        from devicebench import engines, spark
+
+        return spark.skip_reason(dict(settings)) or engines.skip_reason(dict(settings))
+
+    @abstractmethod
+    def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
+        """Measure the cell and return its record sections.
+
+        ``settings`` are the cell's decoded run settings (``CellSpec.run_settings()``),
+        ``workload`` its ``devicebench.workloads`` entry and ``dataset`` what
+        ``workload.load_data(settings)`` returned. The scenario owns the clock (through
+        ``devicebench.run.window`` where it times repetitions) and raises on failure: the worker
+        turns an exception into an error or oom record.
+        """
