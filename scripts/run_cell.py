@@ -40,10 +40,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
     axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
     axes.add_argument(
-        "--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "int8"]
+        "--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "int8", "int4"]
     )
     axes.add_argument("--batch-size", type=int, default=128)
-    axes.add_argument("--mode", default="train", choices=["train", "infer", "serve", "converge"])
+    axes.add_argument(
+        "--mode", default="train", choices=["train", "infer", "serve", "converge", "generate"]
+    )
     axes.add_argument(
         "--gpus",
         type=int,
@@ -113,6 +115,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     run.add_argument("--config-hash", help=argparse.SUPPRESS)
     run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
     run.add_argument("--serve", help="serve cells: JSON of serve settings (image_size, ...)")
+    run.add_argument(
+        "--generate", help="generate cells: JSON of generate settings (bandwidth_mb, ...)"
+    )
     run.add_argument("--converge", help="converge cells: JSON of the target (target, metric, ...)")
     parser.add_argument(
         "--log-dir",
@@ -222,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             settings[key] = getattr(args, key)
     if args.serve:
         settings["serve"] = args.serve
+    if args.generate:
+        settings["generate"] = args.generate
     if args.converge:
         settings["converge"] = args.converge
     if args.weights == "pretrained":  # only then, as the grid does: other hashes stay the same

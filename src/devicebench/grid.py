@@ -111,6 +111,7 @@ KNOWN_FLAGS = set(AXES) | {
     *SPARK_SETTINGS,
     *ENGINE_SETTINGS,
     "serve",
+    "generate",
     "converge",
     "weights",
     "pretrained",
@@ -161,6 +162,8 @@ def expand_grid(study: dict[str, Any]) -> list[Cell]:
         }
         if "serve" in settings:  # serve cells only: other cells keep their hashes
             run["serve"] = json.dumps(settings["serve"], sort_keys=True)
+        if "generate" in settings:  # generate cells only, as serve
+            run["generate"] = json.dumps(settings["generate"], sort_keys=True)
         memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
         if memory_limit_mb:  # only when set, so other configs keep their hashes
             run["memory_limit_mb"] = memory_limit_mb

@@ -66,21 +66,23 @@ def judge(agree: float | None, ppl: float | None, ppl_fp32: float | None) -> str
 
 
 def quality_section(
-    settings: dict[str, Any], model: Any | None, prompts: np.ndarray, tokens: np.ndarray
+    settings: dict[str, Any], model: Any | None, prompts: list[list[int]], tokens: np.ndarray
 ) -> dict[str, Any]:
     """The record's quality section of a generate cell (its model and its generated tokens)."""
     from devicebench.workloads import textgen_llm
 
     if settings["model"] not in textgen_llm.REAL_MODELS:
         return {"status": textgen_llm.RANDOM_WEIGHTS}
-    from devicebench.engines.generative.torch_eager import TorchGenerator
+    from devicebench.engines.generative._torch_loop import TorchGreedy
     from devicebench.generation import corpus
+    from devicebench.generation.run import generate_settings
 
-    name = settings["model"]
-    ids = tokenizer(name)(corpus.held_out_text(settings.get("corpus_dir") or corpus.DEBIAN_DIR))
-    ids = ids["input_ids"][: int(settings.get("quality_tokens", 2 * WINDOW))]
+    name, how = settings["model"], generate_settings(settings)
+    ids = tokenizer(name)(corpus.held_out_text(how.get("corpus_dir") or corpus.DEBIAN_DIR))
+    ids = ids["input_ids"][: int(how.get("quality_tokens", 2 * WINDOW))]
     reference = textgen_llm.build_model(name, "cpu", "fp32", int(settings["seed"]))
-    ref_tokens = TorchGenerator(reference, "cpu").generate(prompts, tokens.shape[1], lambda _: None)
+    greedy = TorchGreedy(reference, "cpu", static=False, compile=False)
+    ref_tokens = np.array(greedy.decode(greedy.prefill(prompts), tokens.shape[1], lambda _: None))
     ppl_fp32 = perplexity(reference, ids)
     ppl = perplexity(model, ids) if model is not None else None
     agree = agreement(tokens, ref_tokens)

@@ -7,13 +7,17 @@ Tokens are stamped when they reach the host, as a streaming server would send th
 
 from __future__ import annotations
 
+import json
 import resource
 import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 from devicebench.energy import EnergyMeter
 from devicebench.engines import generative
+from devicebench.frameworks.generator import time_generation
 from devicebench.generation import bandwidth, clock
 from devicebench.marks import mark
 from devicebench.workloads import textgen_llm
@@ -65,54 +69,59 @@ def check_fits(settings: dict[str, Any]) -> None:
         )
 
 
-def _peak_device_mb(device: str) -> float | None:
-    if device != "cuda":
-        return None
-    import torch
+def generate_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The cell's `generate` settings (a JSON string from the grid, or a mapping)."""
+    given = settings.get("generate") or {}
+    return json.loads(given) if isinstance(given, str) else dict(given)
 
-    return torch.cuda.max_memory_allocated() / 2**20
+
+def engine_options(settings: dict[str, Any]) -> Any:
+    """The generative engine and its options for this cell."""
+    engine = generative.get(str(settings["generator"]))
+    common = {
+        "precision": str(settings["precision"]),
+        "threads": int(settings.get("threads_resolved", 1)),
+        "device": str(settings["device"]),
+    }
+    given = {"seed": int(settings["seed"])}
+    given["max_cache_len"] = int(settings["prompt_len"]) + int(settings["output_len"])
+    owned = {f for f in engine.Options.__dataclass_fields__}
+    return engine, engine.options_from({k: v for k, v in given.items() if k in owned}, **common)
 
 
 def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """The record sections of one generate cell."""
     device, precision = str(settings["device"]), str(settings["precision"])
     prompt_len, output_len = int(settings["prompt_len"]), int(settings["output_len"])
-    batch, prompts = int(settings["batch_size"]), data["prompts"]
+    batch = int(settings["batch_size"])
+    prompts = [list(map(int, row)) for row in data["prompts"]]
     check_fits(settings)
-    measured = bandwidth.measure_bandwidth(device, int(settings.get("bandwidth_mb", 1024)))
+    how = generate_settings(settings)
+    measured = bandwidth.measure_bandwidth(device, int(how.get("bandwidth_mb", 1024)))
     mark("bandwidth_measured")
-    engine = generative.get(str(settings["generator"]))
-    generator = engine.load(settings)
+    engine, options = engine_options(settings)
+    generator = engine.load(settings["model"], options)
     mark("backend_built")
     started = time.perf_counter()
-    generator.generate(prompts, output_len, lambda _: None)  # warm-up (and compile)
+    time_generation(generator, prompts, output_len)  # warm-up (and compile), untimed
     first_call_s = time.perf_counter() - started
     mark("warmed_up")
-    batches, windows = [], []
+    timings = []
     meter = EnergyMeter(device, enabled=bool(settings.get("measure_energy", True))).start()
     timed_start = time.time()
-    tokens = None
     for repetition in range(int(settings["repetitions"])):
-        timer = clock.TokenClock([prompt_len] * batch)
-        timer.start()
-        tokens = generator.generate(prompts, output_len, timer.on_token)
-        windows.append(time.perf_counter() - timer.requests[0].start)
-        clock.check_counts(timer.requests, prompt_len, output_len)
-        if tokens.shape != (batch, output_len):
-            raise ValueError(
-                f"generator returned tokens {tokens.shape}, {(batch, output_len)} asked"
-            )
-        batches.append(timer.requests)
-        print(f"[generate] repetition {repetition + 1}: {windows[-1]:.3f} s", flush=True)
+        timing = time_generation(generator, prompts, output_len)
+        clock.check_counts(timing, batch=batch, prompt_len=prompt_len, output_len=output_len)
+        timings.append(timing)
+        print(f"[generate] repetition {repetition + 1}: {timing.total_s:.3f} s", flush=True)
     timed_end = time.time()
-    summary = clock.summarize(batches)
+    summary = clock.summarize(timings)
     energy = meter.stop(summary["output_tokens"])
     mark("run_done")
     shape = textgen_llm.shape(settings["model"])
     kv_full = bandwidth.kv_cache_bytes(
         layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
-        tokens=prompt_len + output_len, batch=batch,
-        bytes_per_value=kv_value_bytes(precision),
+        tokens=prompt_len + output_len, batch=batch, bytes_per_value=kv_value_bytes(precision),
     )  # fmt: skip
     kv_mean = kv_full * (prompt_len + output_len / 2) / (prompt_len + output_len)
     weights = int(generator.weight_bytes)
@@ -122,12 +131,14 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
     )  # fmt: skip
     from devicebench.generation.quality import quality_section
 
+    tokens = np.array(timings[-1].tokens, dtype=np.int64)
     quality = quality_section(settings, getattr(generator, "model", None), prompts, tokens)
     mark("reference_done")
-    joules = energy.get("joules_per_sample")
-    section = summary | measured | bound | engine.describe(settings)
-    section |= {"weight_bytes": weights, "kv_cache_bytes": kv_full, "batch_size": batch,
-                "joules_per_output_token": joules}  # fmt: skip
+    section = summary | measured | bound | engine.describe(options)
+    section |= {"generator": engine.name, "weight_bytes": weights, "kv_cache_bytes": kv_full,
+                "batch_size": batch}  # fmt: skip
+    section["joules_per_output_token"] = energy.get("joules_per_sample")
+    windows = [t.total_s for t in timings]
     median = statistics.median(windows)
     return {
         "generation": section,
@@ -147,9 +158,12 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
         "energy": energy,
         "memory": {
             "peak_host_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "peak_device_mb": _peak_device_mb(device),
+            "peak_device_mb": generator.peak_device_memory_mb(),
         },  # fmt: skip
-        "model": {"parameters": shape.parameters, "weights": _weights(settings["model"])},
+        "model": {
+            "parameters": generator.parameter_count(),
+            "weights": _weights(settings["model"]),
+        },
         "data": {key: data[key] for key in ("dataset", "source", "synthetic")},
     }
 

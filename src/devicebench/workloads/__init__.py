@@ -40,6 +40,7 @@ NAMES: tuple[str, ...] = (
     "cifar10_finetune",
     "conll_ner",
     "serve_text",
+    "textgen_llm",
 )
 
 

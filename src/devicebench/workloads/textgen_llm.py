@@ -148,14 +148,12 @@ class TextgenLlm(Workload):
         axes={
             "prompt_len": (128, 1024, 2048),
             "output_len": (128, 1),
-            "generator": ("torch", "torch-static", "openvino-genai"),
+            "generator": ("torch_eager", "torch_static", "openvino_genai"),
         },
         modes=("generate",),
     )
 
     def skip_reason(self, settings: dict[str, Any]) -> str | None:
-        from devicebench.engines import generative
-
         model = settings["model"]
         if model in REAL_MODELS:
             try:
@@ -166,7 +164,7 @@ class TextgenLlm(Workload):
         positions = shape(model).max_positions
         if tokens > positions:
             return f"{model}: prompt + output = {tokens} tokens exceed its {positions} positions"
-        return generative.skip_reason(settings)
+        return None
 
     def load_data(self, settings: dict[str, Any]) -> dict[str, Any]:
         """The prompts as token ids (batch x prompt_len) and where they came from."""
@@ -176,8 +174,9 @@ class TextgenLlm(Workload):
         if settings["model"] in REAL_MODELS:
             from devicebench.generation import corpus
             from devicebench.generation.quality import tokenizer
+            from devicebench.generation.run import generate_settings
 
-            folder = settings.get("corpus_dir") or corpus.DEBIAN_DIR
+            folder = generate_settings(settings).get("corpus_dir") or corpus.DEBIAN_DIR
             tok = tokenizer(settings["model"])
             texts = corpus.prompt_texts(batch, folder)
             novel = " ".join(corpus.chapters(corpus.read_novels(folder)[corpus.PROMPT_NOVEL]))

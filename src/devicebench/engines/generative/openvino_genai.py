@@ -11,7 +11,10 @@ export that no user would run.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from devicebench.engines.generative.base import GenerativeEngine, GenerativeOptions
 
 REASON = (
     "generator openvino-genai: LLMPipeline needs a stateful OpenVINO IR that optimum-intel "
@@ -20,17 +23,20 @@ REASON = (
 )
 
 
-class OpenvinoGenai:
-    name = "openvino-genai"
+class OpenvinoGenai(GenerativeEngine):
+    name = "openvino_genai"
+    package = "openvino_genai"
+    devices = ("cpu",)
+    formats = ("fp32", "bf16", "int8", "int4")
 
-    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+    def skip_reason(self, device: str, precision: str) -> str | None:
         return REASON
 
-    def describe(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return {"engine": "openvino-genai LLMPipeline", "format": settings["precision"]}
-
-    def load(self, settings: dict[str, Any]) -> Any:
+    def load(self, model: str | Path, options: GenerativeOptions) -> Any:
         raise RuntimeError(REASON)
+
+    def describe(self, options: Any) -> dict[str, Any]:
+        return {"engine": "openvino-genai LLMPipeline", "format": options.precision, "hint": None}
 
 
 ENGINE = OpenvinoGenai()
