@@ -109,7 +109,7 @@ def build_model(model: str, device: str, precision: str, seed: int) -> Any:
     if model in CONFIGS:  # drawn on the device in its dtype: an 8B model never sits in fp32
         with torch.device(device):
             built = LlamaForCausalLM._from_config(config, dtype=dtype)
-        return built.eval()
+        return built.eval().requires_grad_(False)
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     with torch.device("meta"):
@@ -121,7 +121,7 @@ def build_model(model: str, device: str, precision: str, seed: int) -> Any:
     if result.unexpected_keys or set(result.missing_keys) - {"lm_head.weight"}:
         raise ValueError(f"{path}: tensors do not match the config: {result}")
     built.tie_weights()
-    return built.to(device=device, dtype=dtype).eval()
+    return built.to(device=device, dtype=dtype).eval().requires_grad_(False)
 
 
 def weight_bytes(model: Any) -> int:
