@@ -65,6 +65,8 @@ TABLE_NAMES = [
     "engines",
     "best",
     "serving",
+    "generation",
+    "generation_best",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
@@ -81,6 +83,7 @@ CHART_NAMES = [
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
     "serve_replica_scaling",
+    "generate_tokens_vs_batch",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

@@ -10,6 +10,7 @@ import sys
 import pytest
 from conftest import REPO
 
+from devicebench.aggregate.generation import generation_best, generation_table
 from devicebench.data import prepare_dataset
 
 SCRIPT = str(REPO / "scripts" / "run_cell.py")
@@ -50,6 +51,17 @@ def test_a_tiny_generate_cell_records_its_token_clock_and_bound(tmp_path, manife
     assert record["quality"] == {"status": "n/a: random weights"}
     assert record["data"]["synthetic"] is True and record["energy"]["samples"] == 24
     assert "bandwidth_measured" in record["timings"]["marks"]
+    # the generation table reads it as a row, priced, and its best rows pick it
+    prices = {"cpu": {"per_vcpu_hour": 0.05}}
+    table = generation_table([tmp_path / "cell.json"], prices)
+    row = table.iloc[0]
+    assert row["status"] == "ok" and row["device_label"] == "cpu:1t"
+    assert row["decode_tokens_per_s"] == g["decode_tokens_per_s"]
+    assert row["cost_per_million_tokens_usd"] == pytest.approx(
+        0.05 / 3600 / g["output_tokens_per_s"] * 1e6
+    )
+    best = generation_best(table)
+    assert list(best["criterion"]) == ["cheapest per million output tokens"]  # batch 2: no b-1 row
 
 
 def test_the_cuda_graph_generator_is_skipped_on_the_cpu_with_its_reason(tmp_path, manifest):

@@ -180,3 +180,30 @@ def test_prompts_are_seeded_token_ids_for_random_weights() -> None:
     data = get("textgen_llm").load_data(_settings(batch_size=3))
     assert data["prompts"].shape == (3, 32) and data["synthetic"] is True
     assert data["prompts"].max() < 512
+
+
+def test_best_rows_skip_flagged_formats_and_take_batch_one_for_speed() -> None:
+    import pandas as pd
+
+    from devicebench.aggregate.generation import GENERATION_COLUMNS, generation_best
+
+    def row(precision, batch, decode, cost, quality="ok"):
+        cell = dict(model="smollm2-135m", prompt_len=128, output_len=128, device_label="cpu:16t")
+        cell |= dict(generator="torch_eager", precision=precision, batch_size=batch, status="ok")
+        return cell | dict(
+            decode_tokens_per_s=decode, cost_per_million_tokens_usd=cost, quality=quality
+        )
+
+    table = pd.DataFrame(
+        [
+            row("fp32", 1, 10.0, 9.0),
+            row("bf16", 1, 20.0, 5.0),
+            row("bf16", 16, 200.0, 0.5),
+            row("int4", 1, 90.0, 0.1, quality="flagged"),
+        ],  # fmt: skip
+        columns=GENERATION_COLUMNS,
+    )
+    best = generation_best(table).set_index("criterion")
+    assert best.loc["fastest batch-1 decode", "precision"] == "bf16"
+    assert best.loc["fastest batch-1 decode", "batch_size"] == 1
+    assert best.loc["cheapest per million output tokens", "batch_size"] == 16

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate import charts as base
-from devicebench.aggregate import serving_charts
+from devicebench.aggregate import generation_charts, serving_charts
 from devicebench.aggregate.charts import (
     _batch_axis,
     _data,
@@ -26,6 +26,7 @@ from devicebench.aggregate.charts import (
     _tooltip,
     save_chart,
 )
+from devicebench.aggregate.generation import GENERATION_COLUMNS
 from devicebench.aggregate.serving import SERVING_COLUMNS
 
 CHART_NAMES = [
@@ -193,6 +194,9 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "serve_throughput_vs_clients": serving_charts.throughput_vs_clients(serving),
         "serve_latency_percentiles": serving_charts.latency_percentiles(serving),
         "serve_replica_scaling": serving_charts.replica_scaling(serving),
+        "generate_tokens_vs_batch": generation_charts.tokens_vs_batch(
+            tables.get("generation", pd.DataFrame(columns=GENERATION_COLUMNS))
+        ),
     }
 
 
