@@ -48,14 +48,14 @@ def test_smollm2_prompts_are_austen_tokens(austen) -> None:
                     generate={"corpus_dir": str(austen)})  # fmt: skip
     data = get("textgen_llm").load_data(settings)
     assert data["prompts"].shape == (2, 48) and data["synthetic"] is False
-    text = quality.tokenizer("smollm2-135m").decode(data["prompts"][0])
+    text = textgen_llm.tokenizer("smollm2-135m").decode(data["prompts"][0])
     assert text.startswith("It is a truth universally acknowledged")
 
 
 def test_real_weights_continue_austen_sensibly_and_formats_agree(austen, smollm2) -> None:
     from devicebench.engines.generative._torch_loop import TorchGreedy
 
-    tok = quality.tokenizer("smollm2-135m")
+    tok = textgen_llm.tokenizer("smollm2-135m")
     ids = tok(corpus.held_out_text(austen))["input_ids"][:256]
     ppl = quality.perplexity(smollm2, ids, window=128)
     # a real model beats chance by far: uniform guessing over the vocabulary scores 49,152

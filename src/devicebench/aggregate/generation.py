@@ -34,7 +34,7 @@ BOUND = [
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
 GENERATION_COLUMNS = [
-    "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
+    "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
     "output_len", "status", "message", *CLOCK, *BOUND, "peak_host_mb", "peak_device_mb",
     "joules_per_output_token", "kwh_per_million_tokens", "price_per_hour",
     "cost_per_million_tokens_usd", "quality", "greedy_agreement", "perplexity",

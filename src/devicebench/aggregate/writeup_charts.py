@@ -43,6 +43,7 @@ CHART_NAMES = [
     "serve_throughput_vs_clients",
     "serve_latency_percentiles",
     "serve_replica_scaling",
+    "generate_tokens_vs_batch",
 ]
 
 

@@ -9,7 +9,6 @@ flagged, and the verdict leaves it out.
 from __future__ import annotations
 
 import math
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -17,17 +16,6 @@ import numpy as np
 MIN_AGREEMENT = 0.99
 MAX_PERPLEXITY_RISE = 0.02
 WINDOW = 512  # tokens per perplexity window (no overlap)
-
-
-@cache
-def tokenizer(model: str) -> Any:
-    """The tokenizer stored in a real model's GGUF (transformers converts it)."""
-    from transformers import AutoTokenizer
-
-    from devicebench.workloads.textgen_llm import gguf_path
-
-    path = gguf_path(model)
-    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 def perplexity(model: Any, ids: list[int], window: int = WINDOW) -> float:
@@ -75,10 +63,12 @@ def quality_section(
         return {"status": textgen_llm.RANDOM_WEIGHTS}
     from devicebench.engines.generative._torch_loop import TorchGreedy
     from devicebench.generation import corpus
-    from devicebench.generation.run import generate_settings
+    from devicebench.generation.settings import generate_settings
 
     name, how = settings["model"], generate_settings(settings)
-    ids = tokenizer(name)(corpus.held_out_text(how.get("corpus_dir") or corpus.DEBIAN_DIR))
+    ids = textgen_llm.tokenizer(name)(
+        corpus.held_out_text(how.get("corpus_dir") or corpus.DEBIAN_DIR)
+    )
     ids = ids["input_ids"][: int(how.get("quality_tokens", 2 * WINDOW))]
     reference = textgen_llm.build_model(name, "cpu", "fp32", int(settings["seed"]))
     greedy = TorchGreedy(reference, "cpu", static=False, compile=False)

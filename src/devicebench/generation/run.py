@@ -7,7 +7,6 @@ Tokens are stamped when they reach the host, as a streaming server would send th
 
 from __future__ import annotations
 
-import json
 import resource
 import statistics
 import time
@@ -19,6 +18,7 @@ from devicebench.energy import EnergyMeter
 from devicebench.engines import generative
 from devicebench.frameworks.generator import time_generation
 from devicebench.generation import bandwidth, clock
+from devicebench.generation.settings import generate_settings
 from devicebench.marks import mark
 from devicebench.workloads import textgen_llm
 
@@ -67,12 +67,6 @@ def check_fits(settings: dict[str, Any]) -> None:
             f"{settings['model']} needs {weights / 1e9:.2f} GB of weights + {kv / 1e9:.2f} GB of "
             f"KV cache; {settings['device']} has {free / 1e9:.2f} GB free (90 % usable)"
         )
-
-
-def generate_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """The cell's `generate` settings (a JSON string from the grid, or a mapping)."""
-    given = settings.get("generate") or {}
-    return json.loads(given) if isinstance(given, str) else dict(given)
 
 
 def engine_options(settings: dict[str, Any]) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.generation import GENERATION_COLUMNS
 from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
 from devicebench.report.verdict import load_best
@@ -35,6 +36,10 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     serving = folder / "serving.csv"  # absent in results from before the serving study
     tables["serving"] = (
         read_table(serving) if serving.exists() else pd.DataFrame(columns=SERVING_COLUMNS)
+    )
+    generation = folder / "generation.csv"  # absent in results from before generate cells
+    tables["generation"] = (
+        read_table(generation) if generation.exists() else pd.DataFrame(columns=GENERATION_COLUMNS)
     )
     rerun = folder / "reproducibility.csv"  # only where published cells were run again
     tables["reproducibility"] = read_table(rerun) if rerun.exists() else pd.DataFrame()

@@ -55,6 +55,8 @@ TABLES_SHOWN = {
     "top_ops": "Top operators by self time (CPU vs GPU, side by side)",
     "not_ok": "Cells not ok (skipped or failed; never drawn in the charts)",
     "serving": "Serving: throughput, latency under load, LoadGen, cost per 1,000 requests",
+    "generation": "LLM generation: TTFT, TPOT, tokens/s, share of the memory-bandwidth bound, "
+    "cost per million output tokens",
 }
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -186,7 +188,7 @@ def task_section(
     flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
     for name, title in TABLES_SHOWN.items():
         df = part.get(name, pd.DataFrame())
-        if df.empty and name in ("serving", "not_ok", "top_ops"):
+        if df.empty and name in ("serving", "generation", "not_ok", "top_ops"):
             continue  # nothing to show: a task without serve cells, failures or profiles
         if name == "quality" and "accuracy_agrees" in df:
             df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))

