@@ -261,7 +261,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
                       "utilization", "profile_ops", "top_ops", "not_ok", "engines", "best",
-                      "serving")  # fmt: skip
+                      "serving", "generation", "generation_best")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
     not_ok = pd.read_csv(tables / "not_ok.csv")
@@ -273,7 +273,7 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
         *("--cells", str(tables / "cells.csv"), "--speedup", str(tables / "speedup.csv")),
     ]
     subprocess.run(chart_cmd, check=True)
-    _check_charts(sorted(charts.iterdir()), count=26)  # every chart of writeup_charts.CHART_NAMES
+    _check_charts(sorted(charts.iterdir()), count=28)  # every chart of writeup_charts.CHART_NAMES
     help_out = subprocess.run([*run[:2], "--help"], check=True, capture_output=True, text=True)
     assert "--records-list" in help_out.stdout
 
