@@ -27,6 +27,7 @@ class TorchGreedy:
         self.name = "torch-static" if static else "torch-eager"
         self.weight_bytes = textgen_llm.weight_bytes(model)
         self._step = None
+        self._caches: dict[int, Any] = {}
 
     def _decode_step(self):
         if self._step is None:
@@ -43,6 +44,21 @@ class TorchGreedy:
             self._step = step
         return self._step
 
+    def _static_cache(self, batch: int, kind: type) -> Any:
+        """One StaticCache per batch size, reset between generations: its tensors keep their
+        addresses, so the CUDA graph recorded for the decode step is replayed, not re-recorded."""
+        cache = self._caches.get(batch)
+        if cache is None:
+            cache = self._caches[batch] = kind(
+                config=self.model.config, max_cache_len=self.max_cache_len
+            )
+        else:
+            import torch
+
+            with torch.inference_mode():  # its tensors were made there, by the first prefill
+                cache.reset()
+        return cache
+
     def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
         import torch
         from transformers import DynamicCache, StaticCache
@@ -54,7 +70,7 @@ class TorchGreedy:
                 raise ValueError(
                     f"static cache of {self.max_cache_len} for a {length}-token prompt"
                 )
-            cache = StaticCache(config=self.model.config, max_cache_len=self.max_cache_len)
+            cache = self._static_cache(ids.shape[0], StaticCache)
         else:
             cache = DynamicCache(config=self.model.config)
         with torch.inference_mode():
