@@ -68,3 +68,24 @@ def test_the_cuda_graph_generator_is_skipped_on_the_cpu_with_its_reason(tmp_path
     record = generate_cell(tmp_path / "cell.json", manifest, "torch_static")
     assert record["status"] == "skipped"
     assert "runs on cuda here, not cpu" in record["message"]
+
+
+def test_the_static_decode_step_compiles_to_one_graph_with_eager_tokens() -> None:
+    """torch_static's step under torch.compile(fullgraph=True): no graph break, one graph for
+    every generation (its cache is reused), the eager loop's tokens. CUDA graphs need a GPU."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from devicebench.engines.generative._torch_loop import TorchGreedy
+    from devicebench.frameworks.generator import time_generation
+    from devicebench.workloads import textgen_llm
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = textgen_llm.build_model("llama-tiny", "cpu", "fp32", seed=2)
+    prompts = [[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 15, 16]]
+    eager = time_generation(TorchGreedy(model, "cpu", static=False, compile=False), prompts, 5)
+    static = TorchGreedy(model, "cpu", static=True, compile=True, max_cache_len=11)
+    for _ in range(2):
+        assert time_generation(static, prompts, 5).tokens == eager.tokens
+    assert counters["stats"]["unique_graphs"] == 1

