@@ -126,8 +126,8 @@ RUNNER = f"snakemake-{snakemake.__version__} configfiles={','.join(map(str, work
 
 
 def cell_args(wildcards):
-    """Only this cell's values, as run_cell.py flags, and which workflow run launched it (the
-    record's provenance says so: published numbers come from the workflow only)."""
+    """Only this cell's spec, as run_cell.py's --spec-json, and which workflow run launched it
+    (the record's provenance says so: published numbers come from the workflow only)."""
     return GRID[wildcards.cell].cli_args() + f" --runner {shlex.quote(RUNNER)}"
 
 

@@ -1,12 +1,23 @@
 #!/usr/bin/env python3
 """Run one cell of the grid and write its JSON record.
 
-Snakemake calls this once per cell; it also runs by hand, for example:
+The cell is a CellSpec (devicebench.plan.cellspec), built by the grid's own function from one of:
 
-    python scripts/run_cell.py --task mnist_mlp --framework torch --device cpu --threads 2 \\
-        --batch-size 128 --mode train --out cell.json
+    --spec FILE | --spec-json TEXT     a spec as the workflow writes it (Snakemake passes this)
+    --cell ID [--configfile FILE ...]  a cell of a config's grid (default: config/config.yaml)
+    NAME=VALUE ...                     a cell by hand: axes (task, model, framework, device,
+                                       threads, precision, batch_size, mode, a task's own axes,
+                                       engine, gpus), run settings (epochs, steps_per_epoch,
+                                       repetitions, ...) and engine options (openvino.hint=...)
 
-Without --data, synthetic data for the task's dataset is prepared under results/data first.
+For example:
+
+    python scripts/run_cell.py task=mnist_mlp threads=2 batch_size=128 mode=train --out cell.json
+
+By hand, what is not given is the task's default (first model, epochs, learning rate, dataset)
+or the default config's (repetitions, warm-up, seed, ...). Without --data, synthetic data for
+the task's dataset is prepared under results/data first. A spec that cannot run is an error
+naming its key, before any work; no record is written.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 try:
@@ -22,103 +34,25 @@ except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "src"))
 
 from devicebench.cell import Orphaned, run_cell  # noqa: E402
-from devicebench.devices import host_cores  # noqa: E402
-from devicebench.engines import MODEL_ENGINES  # noqa: E402
-from devicebench.grid import AXES, ENGINE_SETTINGS, SPARK_SETTINGS, make_cell  # noqa: E402
 from devicebench.marks import mark, process_start  # noqa: E402
 from devicebench.output_space import OutputUnusable  # noqa: E402
-from devicebench.spark import ENGINES  # noqa: E402
-from devicebench.workloads import NAMES, get  # noqa: E402
+from devicebench.plan.cellspec import CellSpec, SpecError  # noqa: E402
+
+# The axes the grid adds to a task's own where a config asks (grid._scale_axes, weights).
+SCALE_AXES = ("engine", "gpus", "weights")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    axes = parser.add_argument_group("cell axes")
-    axes.add_argument("--task", required=True, choices=sorted(NAMES))
-    axes.add_argument("--model", help="model of the task (default: the task's first model)")
-    axes.add_argument("--framework", default="torch")
-    axes.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
-    axes.add_argument("--threads", default="all", help="CPU threads: a number or 'all'")
-    axes.add_argument(
-        "--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "int8", "int4"]
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    axes.add_argument("--batch-size", type=int, default=128)
-    axes.add_argument(
-        "--mode", default="train", choices=["train", "infer", "serve", "converge", "generate"]
-    )
-    axes.add_argument(
-        "--gpus",
-        type=int,
-        help="data-parallel ranks of a train cell (GPUs on cuda, processes on cpu); torchrun",
-    )
-    axes.add_argument(
-        "--engine",
-        choices=[*ENGINES, *MODEL_ENGINES],
-        help="how an infer cell scores: in-process, a Spark batch job, Spark Structured "
-        "Streaming, ONNX Runtime or OpenVINO",
-    )
-    axes.add_argument(
-        "--axis",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an extra axis of the grid (repeatable)",
-    )
-    run = parser.add_argument_group("run settings")
-    run.add_argument("--epochs", type=int, help="default: the task's original epochs")
-    run.add_argument("--steps-per-epoch", type=int, help="cap on optimizer steps per epoch")
-    run.add_argument("--learning-rate", type=float)
-    run.add_argument("--repetitions", type=int, default=3)
-    run.add_argument("--warmup-steps", type=int, default=3)
-    run.add_argument("--seed", type=int, default=1234)
-    run.add_argument("--timeout-s", type=float, default=3600.0)
-    run.add_argument("--noise-cov", type=float, default=0.1)
-    run.add_argument(
-        "--min-repetition-s",
-        type=float,
-        default=1.0,
-        help="each timed repetition repeats its pass until it has run this long (default 1.0)",
-    )
-    run.add_argument(
-        "--memory-limit-mb",
-        type=int,
-        help="cap on the memory the cell may allocate once its framework is loaded (oom beyond)",
-    )
-    run.add_argument("--dataset", help="dataset name (default: the task's)")
-    run.add_argument(
-        "--test-samples",
-        type=int,
-        help="score only the first N held-out samples (default: all the data set has)",
-    )
-    run.add_argument(
-        "--profile", type=int, default=0, help="1: run torch.profiler on extra steps after timing"
-    )
-    run.add_argument(
-        "--weights",
-        choices=["random", "pretrained"],
-        default="random",
-        help="transformer tasks: random weights (default) or pretrained ones from --pretrained",
-    )
-    run.add_argument(
-        "--pretrained",
-        help="with --weights pretrained: a save_pretrained folder or a hub id in the local cache",
-    )
-    spark = parser.add_argument_group("Spark settings (engine spark / spark-streaming)")
-    spark.add_argument("--spark-master", help="master URL (default local[threads,max-failures])")
-    spark.add_argument("--spark-max-failures", type=int, help="spark.task.maxFailures (default 4)")
-    spark.add_argument("--spark-partitions", type=int, help="default: the cell's threads")
-    spark.add_argument("--spark-driver-memory", help="spark.driver.memory, e.g. 2g (default 1g)")
-    spark.add_argument("--spark-stream-interval-s", type=float, help="seconds between files")
-    spark.add_argument("--spark-stream-timeout-s", type=float, help="limit on one stream run")
-    run.add_argument("--engine-hint", choices=["LATENCY", "THROUGHPUT"], help="openvino cells")
-    run.add_argument("--engine-requests", type=int, help="openvino THROUGHPUT: requests in flight")
-    run.add_argument("--config-hash", help=argparse.SUPPRESS)
-    run.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
-    run.add_argument("--serve", help="serve cells: JSON of serve settings (image_size, ...)")
-    run.add_argument(
-        "--generate", help="generate cells: JSON of generate settings (bandwidth_mb, ...)"
-    )
-    run.add_argument("--converge", help="converge cells: JSON of the target (target, metric, ...)")
+    parser.epilog = __doc__.split("\n\n", 1)[1]
+    parser.add_argument("terms", nargs="*", metavar="NAME=VALUE", help="a cell by hand")
+    parser.add_argument("--spec", type=Path, help="a CellSpec JSON file")
+    parser.add_argument("--spec-json", help="a CellSpec as JSON text")
+    parser.add_argument("--cell", help="a cell id of the grid of --configfile")
+    parser.add_argument("--configfile", nargs="+", type=Path, default=[], help="with --cell")
+    parser.add_argument("--runner", default="run_cell.py", help=argparse.SUPPRESS)
     parser.add_argument(
         "--log-dir",
         type=Path,
@@ -126,46 +60,149 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--data", type=Path, help="dataset manifest.json (default: synthetic)")
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON record")
-    args = parser.parse_args(argv)
-    if args.batch_size < 1 or args.repetitions < 1:
-        parser.error("--batch-size and --repetitions must be at least 1")
-    for flag in ("epochs", "steps_per_epoch", "test_samples"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
-    if args.min_repetition_s < 0:
-        parser.error(f"--min-repetition-s must be at least 0 (got {args.min_repetition_s})")
-    if (args.weights == "pretrained") != bool(args.pretrained):
-        parser.error("--weights pretrained and --pretrained FOLDER_OR_HUB_ID go together")
-    if args.pretrained:
-        from devicebench.frameworks.pretrained import MissingWeights, locate
-
-        try:
-            locate(args.model or args.task, args.pretrained)
-        except MissingWeights as error:
-            parser.error(str(error))
-    if args.threads != "all":
-        if not args.threads.isdigit() or int(args.threads) < 1:
-            parser.error(f"--threads must be a positive number or 'all' (got {args.threads!r})")
-        cores = host_cores()
-        if int(args.threads) > cores:
-            print(
-                f"[devicebench] warning: --threads {args.threads} is more than the {cores} cores "
-                "of this host; the cell will oversubscribe its CPU",
-                file=sys.stderr,
-                flush=True,
-            )
+    args = parser.parse_intermixed_args(argv)  # terms before and after --out alike
+    given = [bool(args.terms), args.spec is not None, args.spec_json is not None, bool(args.cell)]
+    if sum(given) != 1:
+        parser.error("give one of: NAME=VALUE terms, --spec FILE, --spec-json TEXT, --cell ID")
     return args
 
 
-def axis_value(text: str) -> int | float | str:
-    """An --axis value as the grid holds it: a number where it reads as one (seq_len=128)."""
-    for kind in (int, float):
+def grid_config(files: list[Path]) -> dict[str, Any]:
+    """The checked study of `files` over the default config, as the workflow reads it."""
+    from devicebench.config import check_config, combine_configs
+    from devicebench.config_files import read_yaml
+
+    default = read_yaml(REPO / "config" / "config.yaml")
+    return check_config(combine_configs(default, [read_yaml(f) for f in files], {}))
+
+
+def spec_of_cell(cell_id: str, files: list[Path]) -> CellSpec:
+    """The cell `cell_id` of the grid of `files` (SpecError naming it when the grid has none)."""
+    from devicebench.grid import expand_grid
+
+    cells = {cell.cell_id: cell for cell in expand_grid(grid_config(files))}
+    if cell_id not in cells:
+        near = sorted(c for c in cells if c.split("/")[0] == cell_id.split("/")[0])[:3]
+        raise SpecError(f"--cell {cell_id}: not a cell of this grid; e.g. {', '.join(near)}")
+    return cells[cell_id]
+
+
+def spec_by_hand(terms: list[str]) -> CellSpec:
+    """A spec from NAME=VALUE terms, the task's and the default config's values filling in."""
+    from devicebench.grid import make_cell
+    from devicebench.plan.cellspec import AXES, RUN_TYPES
+    from devicebench.workloads import get
+
+    pairs = [term.split("=", 1) for term in terms]
+    if bad := [term for term, pair in zip(terms, pairs, strict=True) if len(pair) != 2]:
+        raise SpecError(f"{bad[0]!r}: terms are NAME=VALUE")
+    given = {name: _typed(value) for name, value in pairs}
+    if "task" not in given:
+        raise SpecError("cell spec key task: required (task=NAME)")
+    try:
+        spec = get(str(given["task"])).spec
+    except KeyError as error:
+        raise SpecError(f"cell spec key task: {error.args[0]}") from None
+    study = grid_config([])
+    values = {
+        "model": spec.models[0],
+        "framework": "torch",
+        "device": "cpu",
+        "threads": "all",
+        "precision": "fp32",
+        "batch_size": 128,
+        "mode": "train",
+    }
+    run = {"dataset": spec.dataset, "epochs": spec.epochs, "learning_rate": spec.learning_rate}
+    run |= {"steps_per_epoch": None}
+    run |= {k: study[k] for k in ("repetitions", "warmup_steps", "seed", "timeout_s")}
+    run |= {k: study[k] for k in ("noise_cov", "min_repetition_s")}
+    extra = {axis: allowed[0] for axis, allowed in spec.axes.items()}
+    for name, value in given.items():
+        if name in AXES:
+            values[name] = value
+        elif name in RUN_TYPES:
+            run[name] = value
+        elif "." in name:  # an engine's option: openvino.hint=THROUGHPUT
+            engine, option = name.split(".", 1)
+            run[f"{_prefix(engine)}{option}"] = value
+        elif name in spec.axes or name in SCALE_AXES:  # the task's own (lstm_kernel), engine
+            extra[name] = value
+        else:
+            known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES])
+            raise SpecError(f"cell spec key {name}: no axis or run setting of a cell; {known}")
+    for key in ("serve", "generate"):  # JSON settings, as the grid writes them
+        if isinstance(run.get(key), dict | list):
+            import json
+
+            run[key] = json.dumps(run[key], sort_keys=True)
+    return make_cell(values, extra, run)
+
+
+def _typed(text: str) -> Any:
+    """A term's value as YAML reads it (1 -> 1, 0.5 -> 0.5, {a: 1} -> a mapping), else text."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, int | float | dict | list) or value is None else text
+
+
+def _prefix(config_key: str) -> str:
+    from devicebench.engines import OPTIONS, options_class
+
+    owners = [options_class(engine) for engine in OPTIONS]
+    for owner in owners:
+        if owner.CONFIG_KEY == config_key:
+            return owner.PREFIX
+    keys = sorted({owner.CONFIG_KEY for owner in owners})
+    raise SpecError(f"{config_key}.*: no engine has options under it; known: {', '.join(keys)}")
+
+
+def build_spec(args: argparse.Namespace) -> CellSpec:
+    if args.spec is not None:
+        return CellSpec.from_json(args.spec.read_text())
+    if args.spec_json is not None:
+        return CellSpec.from_json(args.spec_json)
+    if args.cell:
+        return spec_of_cell(args.cell, args.configfile)
+    return spec_by_hand(args.terms)
+
+
+def check_before_work(spec: CellSpec) -> None:
+    """What a person at a terminal should hear before any work: missing weights, a task or
+    scenario that does not exist, more threads than cores."""
+    from devicebench import scenarios
+    from devicebench.devices import host_cores
+    from devicebench.workloads import get
+
+    values, settings = spec.values, spec.run_settings()
+    try:
+        get(values["task"])
+        scenarios.for_cell(settings)
+    except (KeyError, ValueError) as error:
+        raise SpecError(str(error).strip("'\"")) from None
+    if (values.get("weights") == "pretrained") != bool(settings.get("pretrained")):
+        raise SpecError(
+            "cell spec key pretrained: weights=pretrained and pretrained=FOLDER go together"
+        )
+    if settings.get("pretrained"):
+        from devicebench.frameworks.pretrained import MissingWeights, locate
+
         try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+            locate(values["model"], settings["pretrained"])
+        except MissingWeights as error:
+            raise SpecError(str(error)) from None
+    threads = values["threads"]
+    if threads != "all" and int(threads) > (cores := host_cores()):
+        print(
+            f"[devicebench] warning: threads {threads} is more than the {cores} cores "
+            "of this host; the cell will oversubscribe its CPU",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def default_data(dataset: str, seed: int) -> Path:
@@ -184,62 +221,18 @@ def main(argv: list[str] | None = None) -> int:
         mark("process_start", started)
     mark("runner_imported")
     args = parse_args(argv)
-    spec = get(args.task).spec
-    threads = args.threads if args.threads == "all" else int(args.threads)
-    values = {
-        "task": args.task,
-        "model": args.model or spec.models[0],
-        "framework": args.framework,
-        "device": args.device,
-        "threads": threads,
-        "precision": args.precision,
-        "batch_size": args.batch_size,
-        "mode": args.mode,
-    }
-    # the task's own axes (lstm_kernel) take their default unless given
-    extra = {axis: values[0] for axis, values in spec.axes.items()}
-    extra |= {name: axis_value(value) for name, value in (a.split("=", 1) for a in args.axis)}
-    if args.gpus is not None:
-        extra["gpus"] = args.gpus
-    if args.engine is not None:
-        extra["engine"] = args.engine
-    settings = {
-        "dataset": args.dataset or spec.dataset,
-        "epochs": args.epochs if args.epochs is not None else spec.epochs,
-        "steps_per_epoch": args.steps_per_epoch,
-        "learning_rate": args.learning_rate or spec.learning_rate,
-        "repetitions": args.repetitions,
-        "warmup_steps": args.warmup_steps,
-        "seed": args.seed,
-        "timeout_s": args.timeout_s,
-        "noise_cov": args.noise_cov,
-        "min_repetition_s": args.min_repetition_s,
-        "runner": args.runner,
-    }
-    if args.memory_limit_mb:
-        settings["memory_limit_mb"] = args.memory_limit_mb
-    if args.test_samples is not None:
-        settings["test_samples"] = args.test_samples
-    if args.profile:
-        settings["profile"] = 1
-    for key in (*SPARK_SETTINGS, *ENGINE_SETTINGS):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    if args.serve:
-        settings["serve"] = args.serve
-    if args.generate:
-        settings["generate"] = args.generate
-    if args.converge:
-        settings["converge"] = args.converge
-    if args.weights == "pretrained":  # only then, as the grid does: other hashes stay the same
-        extra["weights"] = "pretrained"
-        settings["pretrained"] = args.pretrained
-    assert set(values) == set(AXES)
-    cell = make_cell(values, extra, settings)
-    data = args.data or default_data(settings["dataset"], args.seed)
+    try:
+        spec = build_spec(args)
+        check_before_work(spec)
+    except (SpecError, OSError) as error:
+        print(f"[devicebench] error: {error}", file=sys.stderr, flush=True)
+        return 2
+    settings = spec.run_settings()
+    data = args.data or default_data(settings["dataset"], int(settings["seed"]))
     try:
         log_dir = args.log_dir or args.out.parent / f"{args.out.stem}.logs"
-        run_cell(cell, data=data, out=args.out, extra={"log_dir": str(log_dir)})
+        extra = {"log_dir": str(log_dir), "runner": args.runner}
+        run_cell(spec, data=data, out=args.out, extra=extra)
     except Orphaned as error:
         print(f"[devicebench] stopped: {error}", file=sys.stderr, flush=True)
         return 3

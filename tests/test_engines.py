@@ -12,7 +12,9 @@ from devicebench.config import check_config
 from devicebench.data import prepare_dataset
 from devicebench.engines.agreement import agreement, verdict
 from devicebench.engines.cpu_features import cpu_features, format_note
+from devicebench.engines.openvino_engine import OpenVINOOptions
 from devicebench.grid import expand_grid, make_cell
+from devicebench.plan.cellspec import CellSpec
 from devicebench.workloads import get, specs
 
 RUN = {
@@ -189,8 +191,8 @@ def test_engines_add_cells_and_keep_the_in_process_ids(tiny_config):
     int8 = [c for c in cells if c.values["precision"] == "int8"]
     assert int8 and all(c.values.get("engine") in engines.MODEL_ENGINES for c in int8)
     openvino = next(c for c in added if c.values["engine"] == "openvino")
-    assert "--engine-hint THROUGHPUT" in openvino.cli_args()
-    assert "--engine-requests 4" in openvino.cli_args()
+    assert openvino.engine_options == OpenVINOOptions(hint="THROUGHPUT", requests=4)
+    assert CellSpec.from_json(openvino.to_json()).run_settings()["engine_requests"] == 4
 
 
 @pytest.mark.parametrize(

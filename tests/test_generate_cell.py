@@ -25,10 +25,10 @@ def manifest(tmp_path_factory):
 
 def generate_cell(out, manifest, generator: str) -> dict:
     command = [
-        sys.executable, SCRIPT, "--task", "textgen_llm", "--model", "llama-tiny",
-        "--mode", "generate", "--batch-size", "2", "--threads", "1", "--repetitions", "2",
-        "--axis", "prompt_len=24", "--axis", "output_len=6", "--axis", f"generator={generator}",
-        "--generate", json.dumps({"bandwidth_mb": 32}), "--data", str(manifest), "--out", str(out),
+        sys.executable, SCRIPT, "task=textgen_llm", "model=llama-tiny", "mode=generate",
+        "batch_size=2", "threads=1", "repetitions=2", "prompt_len=24", "output_len=6",
+        f"generator={generator}", "generate=" + json.dumps({"bandwidth_mb": 32}),
+        "--data", str(manifest), "--out", str(out),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -8,6 +8,7 @@ import pytest
 
 from devicebench.config import ConfigError, check_config
 from devicebench.grid import AXES, expand_grid
+from devicebench.plan.cellspec import CellSpec
 
 
 def test_cross_product_size_and_unique_ids(tiny_config):
@@ -61,7 +62,9 @@ def test_cli_args_carry_only_this_cells_values(tiny_config):
     mlp = next(c for c in cells if c.values["task"] == "mnist_mlp")
     cnn = next(c for c in cells if c.values["task"] == "mnist_cnn")
     mlp_args, cnn_args = shlex.split(mlp.cli_args()), shlex.split(cnn.cli_args())
-    assert mlp_args[mlp_args.index("--epochs") + 1] == "1"
-    assert cnn_args[cnn_args.index("--epochs") + 1] == "5"
-    assert mlp_args[mlp_args.index("--task") + 1] == "mnist_mlp"
+    assert mlp_args[0] == cnn_args[0] == "--spec-json"
+    mlp_spec, cnn_spec = CellSpec.from_json(mlp_args[1]), CellSpec.from_json(cnn_args[1])
+    assert mlp_spec == mlp and cnn_spec == cnn  # the spec itself, nothing of another cell
+    assert mlp_spec.settings["epochs"] == 1 and cnn_spec.settings["epochs"] == 5
+    assert mlp_spec.values["task"] == "mnist_mlp"
     assert mlp.config_hash() != cnn.config_hash()

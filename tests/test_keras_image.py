@@ -124,10 +124,10 @@ def test_a_tiny_keras_cell_ends_ok_with_its_record(tmp_path, framework):
     out = tmp_path / "cell.json"
     command = [
         *("nice", sys.executable, str(REPO / "scripts" / "run_cell.py")),
-        *("--task", "cifar10_finetune", "--model", "resnet-50", "--framework", framework),
-        *("--axis", "image_size=32", "--axis", "compile=eager", "--threads", "1"),
-        *("--epochs", "1", "--steps-per-epoch", "1", "--batch-size", "4", "--warmup-steps", "1"),
-        *("--repetitions", "2", "--min-repetition-s", "0"),
+        *("task=cifar10_finetune", "model=resnet-50", f"framework={framework}"),
+        *("image_size=32", "compile=eager", "threads=1"),
+        *("epochs=1", "steps_per_epoch=1", "batch_size=4", "warmup_steps=1"),
+        *("repetitions=2", "min_repetition_s=0"),
         *("--data", str(folder / "manifest.json"), "--out", str(out)),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)

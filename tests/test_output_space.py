@@ -14,8 +14,8 @@ from devicebench.data import prepare_dataset
 from devicebench.output_space import OutputUnusable, check_output
 
 SCRIPT = str(REPO / "scripts" / "run_cell.py")
-QUICK = ["--mode", "infer", "--epochs", "1", "--steps-per-epoch", "1", "--batch-size", "32"]
-QUICK += ["--repetitions", "1", "--min-repetition-s", "0", "--threads", "1"]
+QUICK = ["mode=infer", "epochs=1", "steps_per_epoch=1", "batch_size=32"]
+QUICK += ["repetitions=1", "min_repetition_s=0", "threads=1"]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def manifest(tmp_path_factory):
 
 
 def run_cell(out, manifest, **env) -> subprocess.CompletedProcess:
-    command = [sys.executable, SCRIPT, "--task", "mnist_mlp", *QUICK]
+    command = [sys.executable, SCRIPT, "task=mnist_mlp", *QUICK]
     command += ["--data", str(manifest), "--out", str(out)]
     environment = os.environ | {k: str(v) for k, v in env.items()}
     return subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)

@@ -225,10 +225,10 @@ def test_random_weights_keep_every_cells_settings_and_hash(tiny_config):
 
 def test_run_cell_by_hand_rejects_a_missing_checkpoint_before_running(tmp_path):
     out = tmp_path / "cell.json"
-    command = [sys.executable, str(REPO / "scripts" / "run_cell.py"), "--task", "text_classify"]
-    command += ["--model", "bert-tiny", "--weights", "pretrained", "--out", str(out)]
+    command = [sys.executable, str(REPO / "scripts" / "run_cell.py"), "task=text_classify"]
+    command += ["model=bert-tiny", "weights=pretrained", "--out", str(out)]
     done = subprocess.run(
-        [*command, "--pretrained", str(tmp_path / "nothing")], capture_output=True, text=True
+        [*command, f"pretrained={tmp_path / 'nothing'}"], capture_output=True, text=True
     )
     assert done.returncode == 2 and "no pretrained weights for bert-tiny" in done.stderr
     assert not out.exists()

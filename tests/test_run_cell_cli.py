@@ -25,17 +25,17 @@ def manifest(tmp_path_factory):
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, SCRIPT, "--task", "mnist_mlp", *args]
+    command = [sys.executable, SCRIPT, "task=mnist_mlp", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("flag", ["--epochs", "--steps-per-epoch", "--test-samples"])
+@pytest.mark.parametrize("key", ["epochs", "steps_per_epoch", "test_samples"])
 @pytest.mark.parametrize("value", ["0", "-2"])
-def test_zero_or_negative_counts_are_errors(tmp_path, flag, value):
+def test_zero_or_negative_counts_are_errors(tmp_path, key, value):
     out = tmp_path / "cell.json"
-    done = run(flag, value, "--out", str(out))
+    done = run(f"{key}={value}", "--out", str(out))
     assert done.returncode == 2
-    assert f"{flag} must be at least 1 (got {value})" in done.stderr
+    assert f"cell spec key run.{key}: must be at least 1 (got {value})" in done.stderr
     assert not out.exists()
 
 
@@ -43,21 +43,21 @@ def test_more_threads_than_cores_warns(tmp_path, manifest):
     threads = host_cores() + 1
     out = tmp_path / "cell.json"
     done = run(
-        *("--threads", str(threads), "--mode", "infer", "--epochs", "1", "--steps-per-epoch", "1"),
-        *("--batch-size", "32", "--repetitions", "1", "--min-repetition-s", "0"),
+        *(f"threads={threads}", "mode=infer", "epochs=1", "steps_per_epoch=1"),
+        *("batch_size=32", "repetitions=1", "min_repetition_s=0"),
         *("--data", str(manifest), "--out", str(out)),
     )
     assert done.returncode == 0, done.stderr
-    assert f"--threads {threads} is more than the {host_cores()} cores" in done.stderr
+    assert f"threads {threads} is more than the {host_cores()} cores" in done.stderr
     assert json.loads(out.read_text())["axes"]["threads"] == threads
 
 
 def test_test_samples_scores_the_first_n_held_out_samples_and_says_so(tmp_path, manifest):
     out = tmp_path / "cell.json"
     done = run(
-        *("--threads", "1", "--mode", "infer", "--epochs", "1", "--steps-per-epoch", "1"),
-        *("--batch-size", "16", "--repetitions", "1", "--min-repetition-s", "0"),
-        *("--test-samples", "32", "--data", str(manifest), "--out", str(out)),
+        *("threads=1", "mode=infer", "epochs=1", "steps_per_epoch=1"),
+        *("batch_size=16", "repetitions=1", "min_repetition_s=0"),
+        *("test_samples=32", "--data", str(manifest), "--out", str(out)),
     )
     assert done.returncode == 0, done.stderr
     record = json.loads(out.read_text())
@@ -72,7 +72,7 @@ def test_a_batch_larger_than_the_data_prints_the_message_only_at_a_terminal(tmp_
     command = [
         sys.executable,
         SCRIPT,
-        *("--task", "mnist_mlp", "--threads", "1", "--batch-size", "4096"),
+        *("task=mnist_mlp", "threads=1", "batch_size=4096"),
         *("--data", str(manifest), "--out", str(out)),
     ]
     leader, follower = pty.openpty()
@@ -98,7 +98,7 @@ def test_a_batch_larger_than_the_data_prints_the_message_only_at_a_terminal(tmp_
 
     # without a terminal (a Snakemake job's log), the traceback is printed for the log
     logged = run(
-        *("--threads", "1", "--batch-size", "4096", "--data", str(manifest)),
+        *("threads=1", "batch_size=4096", "--data", str(manifest)),
         *("--out", str(tmp_path / "again.json")),
     )
     assert "Traceback" in logged.stderr

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from devicebench.grid import Cell
+from devicebench.plan.cellspec import CellSpec
 from devicebench.record import code_version_of
 
 BEGIN = "<!-- blocks:begin -->"
@@ -26,7 +26,7 @@ def _provenance(path: Path) -> tuple[str | None, str | None, str | None]:
     return environment.get("boot_id"), code_version_of(provenance), provenance.get("created")
 
 
-def block_state(cells: list[Cell], records: Path) -> dict[str, Any]:
+def block_state(cells: list[CellSpec], records: Path) -> dict[str, Any]:
     """Records present, machines and code versions of one block's cells, and whether it is in."""
     found = [records / f"{cell.cell_id}.json" for cell in cells]
     present = [path for path in found if path.exists()]
@@ -57,7 +57,7 @@ def block_state(cells: list[Cell], records: Path) -> dict[str, Any]:
     }
 
 
-def status_table(blocks: dict[str, list[Cell]], records: Path) -> str:
+def status_table(blocks: dict[str, list[CellSpec]], records: Path) -> str:
     """A Markdown table of every block's state, in config order."""
     lines = [
         "| block | cells (CPU / GPU) | records | machine (boot_id) | code version | measured (UTC) "

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from devicebench.config import ConfigError
-from devicebench.grid import HIDDEN_DEFAULTS, Cell
+from devicebench.grid import HIDDEN_DEFAULTS
+from devicebench.plan.cellspec import CellSpec
 
 
 def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
@@ -22,12 +23,12 @@ def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
     return all(values.get(key, HIDDEN_DEFAULTS.get(key)) == value for key, value in rule.items())
 
 
-def assign_blocks(blocks: dict[str, Any], cells: Iterable[Cell]) -> dict[str, list[Cell]]:
+def assign_blocks(blocks: dict[str, Any], cells: Iterable[CellSpec]) -> dict[str, list[CellSpec]]:
     """Cells of each block, in grid order; raise ConfigError where a cell is in none or in two
     blocks, or a selector picks no cell. A study without blocks has none to check."""
     if not blocks:
         return {}
-    members: dict[str, list[Cell]] = {name: [] for name in blocks}
+    members: dict[str, list[CellSpec]] = {name: [] for name in blocks}
     used = {
         (name, index): 0 for name, block in blocks.items() for index in range(len(block["cells"]))
     }

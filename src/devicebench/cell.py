@@ -22,8 +22,8 @@ from devicebench import __version__, environment, marks, scenarios
 from devicebench.devices import has_device, resolve_threads
 from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
-from devicebench.grid import Cell
 from devicebench.output_space import check_output
+from devicebench.plan.cellspec import CellSpec
 from devicebench.processes import REPO, die_with_parent
 from devicebench.record import new_record, read_record, write_atomic
 from devicebench.threads import thread_environment
@@ -185,7 +185,7 @@ def _wait(process: subprocess.Popen, timeout_s: float, watched: list[Any]) -> in
             )
 
 
-def run_cell(cell: Cell, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
+def run_cell(cell: CellSpec, *, data: Path, out: Path, extra: dict[str, Any] | None = None) -> dict:
     """Measure `cell` and write its record to `out`; returns the record. Raises OutputUnusable
     before anything runs when `out`'s folder (or the log folder) cannot take it."""
     check_output(out, *([Path(extra["log_dir"])] if extra and extra.get("log_dir") else []))

@@ -6,123 +6,25 @@ Snakemake keys one job per cell and reruns exactly the cells whose values change
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import shlex
-from dataclasses import dataclass
 from typing import Any
 
 from devicebench.config import ConfigError
 from devicebench.converge import converge_run, task_modes
 from devicebench.converge import wanted as converge_wanted
 from devicebench.devices import has_device
-from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES
+from devicebench.engines import ENGINE_FORMATS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
+from devicebench.plan.cellspec import AXES, CellSpec, make_spec
 from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
 
-AXES: tuple[str, ...] = (
-    "task",
-    "model",
-    "framework",
-    "device",
-    "threads",
-    "precision",
-    "batch_size",
-    "mode",
-)
-PATH_KEYS = {"batch_size": "batch"}
 # Axes a cell id leaves out at their default: a task's in-process cells keep their ids when it
 # adds engines (_scale_axes); block selectors read the default back (blocks.matches).
 HIDDEN_DEFAULTS = {"engine": "inprocess"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One point of the grid: its axes and the settings its run needs."""
-
-    axes: tuple[tuple[str, Any], ...]
-    settings: tuple[tuple[str, Any], ...]
-
-    @property
-    def values(self) -> dict[str, Any]:
-        return dict(self.axes)
-
-    @property
-    def cell_id(self) -> str:
-        """Path of the record under results/cells, without the .json suffix."""
-        return "/".join(f"{PATH_KEYS.get(k, k)}~{v}" for k, v in self.axes)
-
-    def run_settings(self) -> dict[str, Any]:
-        """Axes and settings together: everything the cell runner is told."""
-        return {**dict(self.axes), **dict(self.settings)}
-
-    def config_hash(self) -> str:
-        """Hash of everything that defines this cell's run (recorded as provenance)."""
-        blob = json.dumps(self.run_settings(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
-
-    def cli_args(self) -> str:
-        """The cell's values as run_cell.py flags (a shell-quoted string)."""
-        args: list[str] = []
-        for key, value in self.run_settings().items():
-            if value is None:
-                continue
-            flag = "--" + key.replace("_", "-")
-            if key not in KNOWN_FLAGS:
-                args += ["--axis", f"{key}={value}"]
-            else:
-                args += [flag, str(value)]
-        args += ["--config-hash", self.config_hash()]
-        return shlex.join(args)
-
-
-# Settings of Spark infer cells (config key `spark`), run settings prefixed with `spark_`.
-SPARK_SETTINGS = tuple(
-    f"spark_{key}"
-    for key in (
-        "master",
-        "max_failures",
-        "partitions",
-        "driver_memory",
-        "stream_interval_s",
-        "stream_timeout_s",
-    )
-)
-# Settings of OpenVINO cells (config key `openvino`), run settings prefixed with `engine_`.
-ENGINE_SETTINGS = ("engine_hint", "engine_requests")
-KNOWN_FLAGS = set(AXES) | {
-    "dataset",
-    "epochs",
-    "steps_per_epoch",
-    "learning_rate",
-    "repetitions",
-    "warmup_steps",
-    "seed",
-    "timeout_s",
-    "noise_cov",
-    "min_repetition_s",
-    "memory_limit_mb",
-    "test_samples",
-    "profile",
-    "gpus",
-    "engine",
-    *SPARK_SETTINGS,
-    *ENGINE_SETTINGS,
-    "serve",
-    "generate",
-    "converge",
-    "weights",
-    "pretrained",
-}
-
-
-def make_cell(values: dict[str, Any], extra: dict[str, Any], settings: dict[str, Any]) -> Cell:
-    """A cell from its core axes, any extra axes (placed before mode) and its run settings."""
-    ordered = [(key, values[key]) for key in AXES if key != "mode"]
-    ordered += sorted(extra.items()) + [("mode", values["mode"])]
-    return Cell(axes=tuple(ordered), settings=tuple(settings.items()))
+# The grid's function that builds a cell (a CellSpec) from its axes and flat run settings.
+make_cell = make_spec
 
 
 def device_entries(devices: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -140,7 +42,7 @@ def device_entries(devices: dict[str, Any]) -> list[tuple[str, Any]]:
     return entries
 
 
-def expand_grid(study: dict[str, Any]) -> list[Cell]:
+def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
     """All cells of a checked study, exclusions removed; raise if an exclusion matches nothing."""
     cells = []
     devices = device_entries(study["devices"])
@@ -234,12 +136,12 @@ def _scale_axes(
     task_engines = task.get("engines") if mode in ("infer", "serve") else None
     if study_engines is None and task_engines is None:
         return [({}, {})]
-    spark = {f"spark_{key}": value for key, value in study.get("spark", {}).items()}
-    openvino = {f"engine_{key}": value for key, value in study.get("openvino", {}).items()}
     variants = []
     for engine in task_engines or study_engines:
         hidden = engine == HIDDEN_DEFAULTS["engine"] and study_engines is None
-        more = spark if engine.startswith("spark") else openvino if engine == "openvino" else {}
+        owner = options_class(engine)  # the options it owns, from their config key
+        given = study.get(owner.CONFIG_KEY, {}) if owner else {}
+        more = {f"{owner.PREFIX}{key}": value for key, value in given.items()} if owner else {}
         variants.append(({} if hidden else {"engine": engine}, more))
     return variants
 
@@ -258,7 +160,7 @@ def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
     return values["precision"] != "int8" or model_engine
 
 
-def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cell]:
+def _apply_profiles(cells: list[CellSpec], wanted: list[dict[str, Any]]) -> list[CellSpec]:
     """Mark the cells `profile_cells` selects (partial cells) to run the profiler after timing.
 
     Only marked cells gain the `profile` setting, so other cells' hashes and jobs are unchanged.
@@ -267,7 +169,7 @@ def _apply_profiles(cells: list[Cell], wanted: list[dict[str, Any]]) -> list[Cel
     for cell in cells:
         values = cell.values
         if any(all(values.get(k) == v for k, v in rule.items()) for rule in wanted):
-            cell = Cell(axes=cell.axes, settings=(*cell.settings, ("profile", 1)))
+            cell = cell.with_run(profile=1)
         out.append(cell)
     return out
 
@@ -283,7 +185,7 @@ def _empty_grid_reason(study: dict[str, Any]) -> str:
     return "the grid has no cells: a task's models, frameworks, devices or batch sizes are empty"
 
 
-def _apply_exclusions(cells: list[Cell], exclude: list[dict[str, Any]]) -> list[Cell]:
+def _apply_exclusions(cells: list[CellSpec], exclude: list[dict[str, Any]]) -> list[CellSpec]:
     matched = [0] * len(exclude)
     kept = []
     for cell in cells:

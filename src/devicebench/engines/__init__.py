@@ -20,8 +20,10 @@ MODULES: dict[str, str] = {
 }
 # The grid's name of an engine where it differs from the engine's own.
 AXIS_VALUES: dict[str, str] = {"inprocess": "torch"}
-# Axis values of engines that score a torch model in the cell's process (Spark: spark/).
+# Axis values of engines that score a torch model in the cell's process.
 MODEL_ENGINES = ("onnxruntime", "openvino")
+# Axis values of the engines that score a torch model on Spark (devicebench.spark).
+SPARK_ENGINES = ("spark", "spark-streaming")
 # What each engine's library is imported as (to say "not installed" before any work).
 PACKAGES: dict[str, str] = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
 # Number formats an engine may be asked for; int8 is post-training quantization (infer only).
@@ -30,6 +32,18 @@ FORMATS = ("fp32", "bf16", "int8")
 # for these models): the grid makes no cell of another.
 ENGINE_FORMATS = {"onnxruntime": ("fp32", "int8"), "openvino": FORMATS}
 REDUCED_FORMATS = ("bf16", "int8")
+# Where the options dataclass (module's OPTIONS, an engines.base.EngineOptions) of each engine
+# axis value that owns options lives; the other engines take none.
+OPTIONS: dict[str, str] = {
+    "openvino": "devicebench.engines.openvino_engine",
+    "spark": "devicebench.spark",
+    "spark-streaming": "devicebench.spark",
+}
+
+
+def axis_values() -> tuple[str, ...]:
+    """Every value the grid's `engine` axis may take."""
+    return (*AXIS_VALUES, *MODEL_ENGINES, *SPARK_ENGINES)
 
 
 def engine_name(axis_value: str) -> str:
@@ -43,6 +57,12 @@ def get(name: str) -> Any:
     if name not in MODULES:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(MODULES)}")
     return importlib.import_module(MODULES[name]).ENGINE
+
+
+def options_class(axis_value: str | None) -> Any:
+    """The options dataclass the engine behind an `engine` axis value owns, or None."""
+    where = OPTIONS.get(str(axis_value))
+    return importlib.import_module(where).OPTIONS if where else None
 
 
 def installed(name: str) -> bool:

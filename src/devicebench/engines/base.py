@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -87,3 +87,35 @@ class EngineView:
     inputs: Callable[[str, int, int], dict[str, Any]]
     labels: Any
     binary: bool = False
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """The options one engine owns, as a cell states them (a frozen dataclass per engine).
+
+    ``CONFIG_KEY`` is the study config's mapping of them (``openvino: {hint: ...}``); ``PREFIX``
+    the run settings' key prefix the engine reads them under (``engine_hint``)."""
+
+    CONFIG_KEY: ClassVar[str]
+    PREFIX: ClassVar[str]
+    ENGINE: ClassVar[str]
+
+    @classmethod
+    def from_mapping(cls, given: dict[str, Any]) -> EngineOptions:
+        """The options from a mapping of field names; ValueError naming a key it does not own."""
+        owned = [f.name for f in fields(cls)]
+        unknown = sorted(set(given) - set(owned))
+        if unknown:
+            raise ValueError(
+                f"engine {cls.ENGINE} has no option {', '.join(map(repr, unknown))}; "
+                f"its options: {', '.join(owned)}"
+            )
+        return cls(**given)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options that are set, by field name."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def run_settings(self) -> dict[str, Any]:
+        """The options as the engine reads them from a cell's run settings (set ones only)."""
+        return {f"{self.PREFIX}{k}": v for k, v in self.to_dict().items()}

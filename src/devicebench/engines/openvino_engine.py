@@ -11,11 +11,33 @@ an AsyncInferQueue of the compiled model's optimal number of requests (or the ce
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from devicebench.engines.base import Batch, Engine, Loaded, LoadOptions
+from devicebench.engines.base import Batch, Engine, EngineOptions, Loaded, LoadOptions
+
+
+@dataclass(frozen=True)
+class OpenVINOOptions(EngineOptions):
+    """OpenVINO's own options (config key `openvino`)."""
+
+    CONFIG_KEY: ClassVar[str] = "openvino"
+    PREFIX: ClassVar[str] = "engine_"
+    ENGINE: ClassVar[str] = "openvino"
+
+    hint: str | None = None  # performance hint: LATENCY or THROUGHPUT (None: LATENCY)
+    requests: int | None = None  # THROUGHPUT: inference requests in flight (None: OpenVINO's)
+
+    def __post_init__(self) -> None:
+        if self.hint not in (None, "LATENCY", "THROUGHPUT"):
+            raise ValueError(f"hint: LATENCY or THROUGHPUT, not {self.hint!r}")
+        if self.requests is not None and (not isinstance(self.requests, int) or self.requests < 1):
+            raise ValueError(f"requests: a whole number of at least 1, not {self.requests!r}")
+
+
+OPTIONS = OpenVINOOptions
 
 HINTS = ("LATENCY", "THROUGHPUT")
 PRECISION_HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}

@@ -3,15 +3,15 @@ Structured Streaming query (devicebench.spark), the model trained in-process fir
 
 from __future__ import annotations
 
+from devicebench.engines import SPARK_ENGINES
 from devicebench.frameworks.protocols import Classifier
 from devicebench.run.inprocess import InProcessScenario
-from devicebench.spark import ENGINES
 
 
 class SparkInfer(InProcessScenario):
     NAME = "spark_infer"
     MODE = "infer"
-    ENGINES = tuple(engine for engine in ENGINES if engine.startswith("spark"))
+    ENGINES = SPARK_ENGINES
     needs = Classifier
 
     def measure(self, backend, settings, dataset, quality):

@@ -5,7 +5,32 @@ iterator-of-batches pandas UDF that holds the model, `batch` and `streaming` tim
 a Structured Streaming query over a folder source, and `cell` runs one infer cell on them.
 """
 
-ENGINES = ("inprocess", "spark", "spark-streaming")
+from dataclasses import dataclass
+from typing import ClassVar
+
+from devicebench.engines import AXIS_VALUES, SPARK_ENGINES
+from devicebench.engines.base import EngineOptions
+
+ENGINES = (*AXIS_VALUES, *SPARK_ENGINES)
+
+
+@dataclass(frozen=True)
+class SparkOptions(EngineOptions):
+    """The Spark engines' own options (config key `spark`; None: Spark's or the cell's default)."""
+
+    CONFIG_KEY: ClassVar[str] = "spark"
+    PREFIX: ClassVar[str] = "spark_"
+    ENGINE: ClassVar[str] = "spark"
+
+    master: str | None = None  # master URL (default local[threads,max_failures])
+    max_failures: int | None = None  # spark.task.maxFailures (default 4)
+    partitions: int | None = None  # default: the cell's threads
+    driver_memory: str | None = None  # spark.driver.memory, e.g. 2g (default 1g)
+    stream_interval_s: float | None = None  # spark-streaming: seconds between files
+    stream_timeout_s: float | None = None  # spark-streaming: limit on one stream run
+
+
+OPTIONS = SparkOptions
 
 
 def skip_reason(settings: dict) -> str | None:
