@@ -149,7 +149,23 @@ def test_engines_are_found_and_say_why_they_cannot_run() -> None:
     assert generative.get("torch_eager").skip_reason("cpu", "bf16") is None
     assert "cuda" in generative.get("torch_static").skip_reason("cpu", "bf16")
     assert "optimum-intel" in generative.get("openvino_genai").skip_reason("cpu", "int4")
-    assert "int8" in generative.get("torch_eager").skip_reason("cpu", "int8")
+    assert "mslk" in generative.get("torch_eager").skip_reason("cpu", "int4")
+    assert generative.get("torch_eager").skip_reason("cpu", "int8") is None  # torchao
+
+
+def test_int8_weight_only_stores_int8_weights_and_generates() -> None:
+    from devicebench.engines.generative.torch_eager import TorchOptions
+
+    engine = generative.get("torch_eager")
+    options = TorchOptions(precision="int8", device="cpu", seed=1)
+    int8 = engine.load("llama-tiny", options)
+    bf16 = engine.load("llama-tiny", TorchOptions(precision="bf16", device="cpu", seed=1))
+    layer = int8.model.model.layers[0].mlp.up_proj.weight
+    assert "Int8" in type(layer).__name__
+    assert int8.weight_bytes < bf16.weight_bytes
+    timing = time_generation(int8, [[3, 4, 5, 6]], 5)
+    assert [len(row) for row in timing.tokens] == [5]
+    assert "int8 weight-only" in engine.describe(options)["format"]
 
 
 def _settings(**more):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devicebench.engines.generative import _weight_only
 from devicebench.engines.generative._torch_loop import TorchGreedy
 from devicebench.engines.generative.base import GenerativeEngine, GenerativeOptions
 
@@ -25,23 +26,31 @@ class TorchEager(GenerativeEngine):
     name = "torch_eager"
     package = "torch"
     devices = ("cpu", "cuda")
-    formats = ("fp32", "bf16", "fp16")
+    formats = ("fp32", "bf16", "fp16", "int8", "int4")
     Options = TorchOptions
     static = False
     description = "torch eager (dynamic KV cache, greedy loop)"
+
+    def skip_reason(self, device: str, precision: str) -> str | None:
+        return super().skip_reason(device, precision) or _weight_only.skip_reason(precision)
 
     def load(self, model: str | Path, options: GenerativeOptions) -> TorchGreedy:
         from devicebench.workloads import textgen_llm
 
         assert isinstance(options, TorchOptions)
-        built = textgen_llm.build_model(str(model), options.device, options.precision, options.seed)
+        weight_only = options.precision in _weight_only.WEIGHT_ONLY
+        dtype = "bf16" if weight_only else options.precision
+        built = textgen_llm.build_model(str(model), options.device, dtype, options.seed)
+        if weight_only:
+            built = _weight_only.quantize(built, options.precision)
         return TorchGreedy(
             built, options.device, static=self.static, compile=self.static,
             max_cache_len=options.max_cache_len,
         )  # fmt: skip
 
     def describe(self, options: Any) -> dict[str, Any]:
-        return {"engine": self.description, "format": options.precision, "hint": None}
+        form = _weight_only.WEIGHT_ONLY.get(options.precision, options.precision)
+        return {"engine": self.description, "format": form, "hint": None}
 
 
 ENGINE = TorchEager()
