@@ -99,7 +99,7 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
             for scale, more in _scale_axes(study, mode, settings, values):
-                if not runnable(values, scale):
+                if not runnable(values, scale, generator="generator" in dict(extra)):
                     continue
                 cells.append(
                     make_cell(values, dict(extra) | weights | scale, mode_run | source | more)
@@ -146,10 +146,11 @@ def _scale_axes(
     return variants
 
 
-def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
+def runnable(values: dict[str, Any], extra: dict[str, Any], *, generator: bool = False) -> bool:
     """Whether a combination of axes can exist at all: the onnxruntime and openvino engines
     score torch models, and int8 is their post-training format (no train cells, no int8 in
-    torch or Keras). Combinations that exist but cannot run here are skipped, not dropped."""
+    torch or Keras); a generate cell's generator has its own weight-only formats. Combinations
+    that exist but cannot run here are skipped, not dropped."""
     model_engine = extra.get("engine") in MODEL_ENGINES
     if model_engine and values["framework"] != "torch":
         return False
@@ -157,7 +158,9 @@ def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
         return False  # tf32/fp16 are torch's; ONNX Runtime has no bf16
     if model_engine and extra.get("compile") == "compiled":
         return False  # torch.compile is torch's, not an exported model's
-    return values["precision"] != "int8" or model_engine
+    if generator:  # a generate cell's generator says which formats it has (skip reasons)
+        return True
+    return values["precision"] not in ("int8", "int4") or model_engine
 
 
 def _apply_profiles(cells: list[CellSpec], wanted: list[dict[str, Any]]) -> list[CellSpec]:
