@@ -18,13 +18,10 @@ from typing import Any
 BOUND_TOLERANCE = 1.05
 
 
-def measure_bandwidth(device: str, buffer_mb: int = 1024, passes: int = 5) -> dict[str, Any]:
-    """Bytes per second the device reads (CPU) or copies (GPU); the method says which."""
+def _best_pass(device: str, numel: int, passes: int) -> tuple[str, int, float]:
+    """(method, bytes moved per pass, best seconds); the buffers die with this call."""
     import torch
 
-    if buffer_mb <= 0 or passes <= 0:
-        raise ValueError(f"bandwidth buffer_mb and passes must be positive: {buffer_mb}, {passes}")
-    numel = buffer_mb * 2**20 // 4
     src = torch.ones(numel, dtype=torch.float32, device=device)
     if device == "cpu":
         method, moved = "cpu read (torch.sum over a float32 buffer)", src.numel() * 4
@@ -43,6 +40,19 @@ def measure_bandwidth(device: str, buffer_mb: int = 1024, passes: int = 5) -> di
         run()
         sync()
         best = min(best, time.perf_counter() - t0)
+    return method, moved, best
+
+
+def measure_bandwidth(device: str, buffer_mb: int = 1024, passes: int = 5) -> dict[str, Any]:
+    """Bytes per second the device reads (CPU) or copies (GPU); the method says which."""
+    if buffer_mb <= 0 or passes <= 0:
+        raise ValueError(f"bandwidth buffer_mb and passes must be positive: {buffer_mb}, {passes}")
+    method, moved, best = _best_pass(device, buffer_mb * 2**20 // 4, passes)
+    if device != "cpu":  # the buffers are not the cell's: its peak memory starts after them
+        import torch
+
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     return {
         "memory_bandwidth_gbs": moved / best / 1e9,
         "bandwidth_method": method,
