@@ -73,6 +73,8 @@ TABLE_NAMES = [
     "serving",
     "serving_slo",
     "serving_slo_runs",
+    "generation",
+    "generation_best",
 ]
 TABLES = expand("results/tables/{name}.{ext}", name=TABLE_NAMES, ext=["csv", "md"])
 CHART_NAMES = [
@@ -90,6 +92,7 @@ CHART_NAMES = [
     "serve_latency_percentiles",
     "serve_replica_scaling",
     "serve_p99_vs_rate",
+    "generate_tokens_vs_batch",
 ]
 CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "png"])
 # Prices are an input of the aggregates only: editing them never reruns a cell.

@@ -4,8 +4,8 @@
     python scripts/aggregate.py results/cells/a.json results/cells/b.json --tables out
 
 Writes cells, timing, speedup, quality, environment, cost, efficiency, utilization, profile_ops,
-top_ops, not_ok, engines, best and serving tables, each as CSV and Markdown. Prices (--prices)
-are read here, so a price change reruns only the aggregates.
+top_ops, not_ok, engines, best, serving, generation and generation_best tables, each as CSV and
+Markdown. Prices (--prices) are read here, so a price change reruns only the aggregates.
 """
 
 import argparse
@@ -22,6 +22,7 @@ from devicebench.aggregate.best import best_table  # noqa: E402
 from devicebench.aggregate.collect import collect_records, write_table  # noqa: E402
 from devicebench.aggregate.engines import engine_table  # noqa: E402
 from devicebench.aggregate.environment import environment_table, read_records  # noqa: E402
+from devicebench.aggregate.generation import generation_best, generation_table  # noqa: E402
 from devicebench.aggregate.serving import serving_table  # noqa: E402
 from devicebench.aggregate.serving_slo import slo_runs_table, slo_table  # noqa: E402
 from devicebench.aggregate.tables import (  # noqa: E402
@@ -125,6 +126,8 @@ def aggregate(
         "serving": serving_table(paths, price_table),
         "serving_slo": slo_table(paths, price_table),
         "serving_slo_runs": slo_runs_table(paths),
+        "generation": (generation := generation_table(paths, price_table)),
+        "generation_best": generation_best(generation),
     }
     for name, table in tables.items():
         write_table(table, tables_dir / name)

@@ -21,6 +21,7 @@ if importlib.util.find_spec("devicebench") is None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.aggregate.collect import read_table  # noqa: E402
+from devicebench.aggregate.generation import GENERATION_COLUMNS  # noqa: E402
 from devicebench.aggregate.serving import SERVING_COLUMNS  # noqa: E402
 from devicebench.aggregate.serving_slo import RUN_COLUMNS  # noqa: E402
 from devicebench.aggregate.tables import speedup_table  # noqa: E402
@@ -75,6 +76,12 @@ def load_tables(args: argparse.Namespace) -> dict[str, pd.DataFrame]:
         read_table(serving)
         if serving and serving.exists()
         else pd.DataFrame(columns=SERVING_COLUMNS)
+    )
+    generation = folder / "generation.csv" if folder else None
+    tables["generation"] = (
+        read_table(generation)
+        if generation and generation.exists()
+        else pd.DataFrame(columns=GENERATION_COLUMNS)
     )
     for name, columns in (
         ("utilization", TIMELINE_COLUMNS),

@@ -132,10 +132,11 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
         else:
             known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES])
             raise SpecError(f"cell spec key {name}: no axis or run setting of a cell; {known}")
-    if isinstance(run.get("serve"), dict | list):
-        import json
+    for key in ("serve", "generate"):  # JSON settings, as the grid writes them
+        if isinstance(run.get(key), dict | list):
+            import json
 
-        run["serve"] = json.dumps(run["serve"], sort_keys=True)
+            run[key] = json.dumps(run[key], sort_keys=True)
     return make_cell(values, extra, run)
 
 

@@ -261,7 +261,8 @@ def test_scripts_end_to_end(records: list[Path], tmp_path: Path) -> None:
     names = {p.name for p in tables.iterdir()}
     tables_written = ("cells", "timing", "speedup", "quality", "environment", "cost", "efficiency",
                       "utilization", "profile_ops", "top_ops", "not_ok", "engines", "best",
-                      "serving", "serving_slo", "serving_slo_runs")  # fmt: skip
+                      "serving", "serving_slo", "serving_slo_runs",
+                      "generation", "generation_best")  # fmt: skip
     assert names == {f"{n}.{e}" for n in tables_written for e in ("csv", "md")}
     assert len(pd.read_csv(tables / "cells.csv")) == len(records)
     not_ok = pd.read_csv(tables / "not_ok.csv")

@@ -28,6 +28,14 @@ Layout (every key always present; values may be null where they do not apply)::
                       cpu_percent_per_core: [[..], ..], gpu_util, gpu_mem_mb, gpu_power_w: [..],
                       summary: {cpu_util_mean, cpu_util_peak, gpu_util_mean, gpu_util_peak, ..}}
                       sampled at ~10 Hz by a separate process during the timed section only
+    generation       (generate cells) {requests, ttft_p50_s, ttft_p99_s, tpot_p50_s, tpot_p99_s,
+                      itl_p50_s, itl_p99_s, prefill_tokens_per_s, decode_tokens_per_s,
+                      output_tokens_per_s, prompt_tokens, output_tokens (counted, checked
+                      against what was asked), memory_bandwidth_gbs, bandwidth_method,
+                      bandwidth_bound_tokens_per_s, bandwidth_fraction, weight_bytes,
+                      kv_cache_bytes, engine, generator, format, hint, batch_size,
+                      joules_per_output_token}; its quality is greedy_agreement and perplexity
+                      against torch fp32 (real weights) or {status: "n/a: random weights"}
     profile          (cells in config profile_cells) {steps, what, activities,
                       top_self_cpu: [{op, calls, self_cpu_ms, self_device_ms, ..}], top_self_device}
 """

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate import charts as base
-from devicebench.aggregate import serving_charts, serving_slo_charts
+from devicebench.aggregate import generation_charts, serving_charts, serving_slo_charts
 from devicebench.aggregate.charts import (
     _batch_axis,
     _data,
@@ -26,6 +26,7 @@ from devicebench.aggregate.charts import (
     _tooltip,
     save_chart,
 )
+from devicebench.aggregate.generation import GENERATION_COLUMNS
 from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.serving_slo import RUN_COLUMNS
 
@@ -44,6 +45,7 @@ CHART_NAMES = [
     "serve_latency_percentiles",
     "serve_replica_scaling",
     "serve_p99_vs_rate",
+    "generate_tokens_vs_batch",
 ]
 
 
@@ -220,6 +222,9 @@ def all_charts(tables: dict[str, pd.DataFrame]) -> dict[str, alt.TopLevelMixin]:
         "serve_latency_percentiles": serving_charts.latency_percentiles(serving),
         "serve_replica_scaling": serving_charts.replica_scaling(serving),
         "serve_p99_vs_rate": serving_slo_charts.p99_vs_rate(slo_runs),
+        "generate_tokens_vs_batch": generation_charts.tokens_vs_batch(
+            tables.get("generation", pd.DataFrame(columns=GENERATION_COLUMNS))
+        ),
     }
 
 

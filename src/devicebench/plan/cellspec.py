@@ -63,6 +63,7 @@ RUN_TYPES: dict[str, tuple[tuple[type, ...], float | None]] = {
     "profile": (_WHOLE, 0),
     "serve": (_TEXT, None),  # serve cells: the task's serve settings, JSON
     "converge": (_TEXT, None),  # converge cells: the target, JSON
+    "generate": (_TEXT, None),  # generate cells: bandwidth buffer, quality tokens, corpus, JSON
     "pretrained": (_TEXT, None),  # weights: pretrained: a folder or a hub id in the cache
     "train_samples": (_WHOLE, 1),  # train on the first N training samples only
     "sample_utilization": ((bool,), None),  # false: no utilization sampler (benchmarks)

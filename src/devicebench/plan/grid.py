@@ -66,6 +66,8 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
         }
         if "serve" in settings:  # serve cells only: other cells keep their hashes
             run["serve"] = json.dumps(settings["serve"], sort_keys=True)
+        if "generate" in settings:  # generate cells only, as serve
+            run["generate"] = json.dumps(settings["generate"], sort_keys=True)
         memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))
         if memory_limit_mb:  # only when set, so other configs keep their hashes
             run["memory_limit_mb"] = memory_limit_mb
@@ -103,7 +105,7 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
             for (scale, more), copies, compile_ in itertools.product(
                 _scale_axes(study, mode, settings, values), packed, compiled
             ):
-                if not runnable(values, scale | compile_):
+                if not runnable(values, scale | compile_, generator="generator" in dict(extra)):
                     continue
                 axes = dict(extra) | weights | scale | copies | compile_
                 cells.append(make_cell(values, axes, mode_run | source | more))
@@ -149,10 +151,11 @@ def _scale_axes(
     return variants
 
 
-def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
+def runnable(values: dict[str, Any], extra: dict[str, Any], *, generator: bool = False) -> bool:
     """Whether a combination of axes can exist at all: the onnxruntime and openvino engines
     score torch models, and int8 is their post-training format (no train cells, no int8 in
-    torch or Keras). Combinations that exist but cannot run here are skipped, not dropped."""
+    torch or Keras); a generate cell's generator has its own weight-only formats. Combinations
+    that exist but cannot run here are skipped, not dropped."""
     model_engine = extra.get("engine") in MODEL_ENGINES
     if model_engine and values["framework"] != "torch":
         return False
@@ -160,7 +163,9 @@ def runnable(values: dict[str, Any], extra: dict[str, Any]) -> bool:
         return False  # tf32/fp16 are torch's; ONNX Runtime has no bf16
     if model_engine and extra.get("compile") == "compiled":
         return False  # torch.compile is torch's, not an exported model's
-    return values["precision"] != "int8" or model_engine
+    if generator:  # a generate cell's generator says which formats it has (skip reasons)
+        return True
+    return values["precision"] not in ("int8", "int4") or model_engine
 
 
 def _apply_profiles(cells: list[CellSpec], wanted: list[dict[str, Any]]) -> list[CellSpec]:

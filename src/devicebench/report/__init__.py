@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.generation import GENERATION_COLUMNS
 from devicebench.aggregate.serving import SERVING_COLUMNS
 from devicebench.aggregate.serving_slo import RUN_COLUMNS, SLO_COLUMNS
 from devicebench.aggregate.timelines import OPS_COLUMNS, TIMELINE_COLUMNS
@@ -43,6 +44,10 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     )
     slo = folder / "serving_slo.csv"  # absent in results from before the latency-bound search
     tables["serving_slo"] = read_table(slo) if slo.exists() else pd.DataFrame(columns=SLO_COLUMNS)
+    generation = folder / "generation.csv"  # absent in results from before generate cells
+    tables["generation"] = (
+        read_table(generation) if generation.exists() else pd.DataFrame(columns=GENERATION_COLUMNS)
+    )
     rerun = folder / "reproducibility.csv"  # only where published cells were run again
     tables["reproducibility"] = read_table(rerun) if rerun.exists() else pd.DataFrame()
     best = load_best(folder)  # the verdict's rows; absent in tables from before best.csv

@@ -59,6 +59,8 @@ TABLES_SHOWN = {
     "serving": "Serving: throughput, latency under load, LoadGen, cost per 1,000 requests",
     "serving_slo": "Serving verdict: the highest rate at the p99 bound (LoadGen Server), its cost "
     "per 1,000 requests, and the server against its device in-process",
+    "generation": "LLM generation: TTFT, TPOT, tokens/s, share of the memory-bandwidth bound, "
+    "cost per million output tokens",
 }
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:.6em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -219,7 +221,7 @@ def task_section(
     flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
     for name, title in TABLES_SHOWN.items():
         df = part.get(name, pd.DataFrame())
-        if df.empty and name in ("serving", "serving_slo", "not_ok", "top_ops"):
+        if df.empty and name in ("serving", "serving_slo", "generation", "not_ok", "top_ops"):
             continue  # nothing to show: a task without serve cells, failures or profiles
         if name == "quality" and "accuracy_agrees" in df:
             df = df.assign(accuracy_agrees=df["accuracy_agrees"].map(lambda v: v is False))

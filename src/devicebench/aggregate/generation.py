@@ -1,0 +1,120 @@
+"""The generation tables: one row per generate cell, and the best rows per model and device.
+
+A row holds the token clock (TTFT, TPOT and ITL percentiles), tokens/s (prefill, decode,
+output), the memory-bandwidth bound measured in the cell and the share of it reached, cost per
+million output tokens (hourly price of the cell's device / 3,600 / output tokens/s x 10^6) and
+energy per million output tokens. Quality is the real model's (greedy agreement, perplexity,
+and why a format was left out); random-weight rows say "n/a: random weights".
+
+Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
+the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
+(any batch), each with its share of the bandwidth bound.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from devicebench.aggregate.analysis import price_per_hour
+from devicebench.aggregate.collect import device_label
+from devicebench.aggregate.pairing import record_pairing
+from devicebench.aggregate.records import read_record
+
+CLOCK = [
+    "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "itl_p50_s", "itl_p99_s",
+    "prefill_tokens_per_s", "decode_tokens_per_s", "output_tokens_per_s",
+    "prompt_tokens", "output_tokens",
+]  # fmt: skip
+BOUND = [
+    "memory_bandwidth_gbs", "bandwidth_method", "bandwidth_bound_tokens_per_s",
+    "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
+]  # fmt: skip
+GENERATION_COLUMNS = [
+    "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
+    "output_len", "status", "message", *CLOCK, *BOUND, "peak_host_mb", "peak_device_mb",
+    "joules_per_output_token", "kwh_per_million_tokens", "price_per_hour",
+    "cost_per_million_tokens_usd", "quality", "greedy_agreement", "perplexity",
+    "perplexity_fp32", "quality_flag", "weights", "cell_id", "boot_id", "code_version",
+]  # fmt: skip
+KEYS = ["model", "prompt_len", "output_len", "device_label"]
+BEST_COLUMNS = [
+    "criterion", *KEYS, "generator", "precision", "batch_size", "decode_tokens_per_s",
+    "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
+    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "cell_id",
+]  # fmt: skip
+JOULES_PER_KWH = 3.6e6
+
+
+def _quality(quality: dict[str, Any]) -> dict[str, Any]:
+    if "status" in quality:  # random weights: no figure means anything
+        return {"quality": quality["status"]}
+    return {
+        "quality": "flagged" if quality.get("flagged") else "ok",
+        "greedy_agreement": quality.get("greedy_agreement"),
+        "perplexity": quality.get("perplexity"),
+        "perplexity_fp32": quality.get("perplexity_fp32"),
+        "quality_flag": quality.get("flagged"),
+    }
+
+
+def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+    axes = record.get("axes") or {}
+    gen = record.get("generation") or {}
+    memory = record.get("memory") or {}
+    env = record.get("environment") or {}
+    price = price_per_hour(axes.get("device"), axes.get("threads"), env.get("gpu_name"), prices)
+    row = {key: axes.get(key) for key in GENERATION_COLUMNS if key in axes}
+    row |= {key: gen.get(key) for key in (*CLOCK, *BOUND, "engine", "joules_per_output_token")}
+    row |= {
+        "device_label": device_label(axes.get("device"), axes.get("threads")),
+        "status": record.get("status"),
+        "message": record.get("message"),
+        "peak_host_mb": memory.get("peak_host_mb"),
+        "peak_device_mb": memory.get("peak_device_mb"),
+        "price_per_hour": price,
+        "weights": (record.get("model") or {}).get("weights"),
+        "cell_id": record.get("cell_id"),
+        **_quality(record.get("quality") or {}),
+        **record_pairing(record),
+    }
+    rate, joules = gen.get("output_tokens_per_s"), gen.get("joules_per_output_token")
+    if rate and not math.isnan(price):
+        row["cost_per_million_tokens_usd"] = price / 3600 / rate * 1e6
+    if joules:
+        row["kwh_per_million_tokens"] = joules * 1e6 / JOULES_PER_KWH
+    return row
+
+
+def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
+    """One row per generate record (ok or not) among `paths`."""
+    rows = []
+    for path in paths:
+        record, wrong = read_record(path)
+        if wrong:
+            continue  # the cells table (not_ok) reports it, with the reason
+        if (record.get("axes") or {}).get("mode") == "generate":
+            rows.append(_row(record, prices))
+    df = pd.DataFrame(rows, columns=GENERATION_COLUMNS)
+    order = [*KEYS, "generator", "precision", "batch_size"]
+    return df.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def generation_best(table: pd.DataFrame) -> pd.DataFrame:
+    """The fastest batch-1 decode and the cheapest million output tokens per model, lengths and
+    device, among ok rows whose quality is not flagged."""
+    ok = table[table["status"].eq("ok") & ~table["quality"].eq("flagged")]
+    rows = []
+    for _, group in ok.groupby(KEYS, dropna=False, sort=True):
+        single = group[group["batch_size"].eq(1) & group["decode_tokens_per_s"].notna()]
+        if not single.empty:
+            best = single.loc[single["decode_tokens_per_s"].astype(float).idxmax()]
+            rows.append({"criterion": "fastest batch-1 decode", **best.to_dict()})
+        priced = group[group["cost_per_million_tokens_usd"].notna()]
+        if not priced.empty:
+            best = priced.loc[priced["cost_per_million_tokens_usd"].astype(float).idxmin()]
+            rows.append({"criterion": "cheapest per million output tokens", **best.to_dict()})
+    return pd.DataFrame(rows, columns=BEST_COLUMNS)

@@ -1,0 +1,113 @@
+"""The greedy loop both torch generators share: prefill into a KV cache, then one step per token.
+
+`static=False` keeps transformers' DynamicCache (the eager baseline); `static=True` allocates a
+StaticCache of `max_cache_len` positions and, with `compile=True`, runs each decode step through
+`torch.compile(mode="reduce-overhead", fullgraph=True)`, gpt-fast style: fixed shapes, so Inductor
+captures the step in a CUDA graph. The cache tensors are marked static addresses so CUDA graphs
+are not skipped for mutated inputs (what compiling transformers' whole `generate` ran into).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from devicebench.frameworks.generator import OnToken, Prefilled
+from devicebench.workloads import textgen_llm
+
+
+class TorchGreedy:
+    """A transformers causal LM behind the Generator protocol (greedy decoding)."""
+
+    def __init__(
+        self, model: Any, device: str, *, static: bool, compile: bool, max_cache_len: int = 0
+    ) -> None:
+        self.model, self.device = model, device
+        self.static, self.compile, self.max_cache_len = static, compile, max_cache_len
+        self.name = "torch-static" if static else "torch-eager"
+        self.weight_bytes = textgen_llm.weight_bytes(model)
+        self._step = None
+        self._caches: dict[int, Any] = {}
+
+    def _decode_step(self):
+        if self._step is None:
+            import torch
+
+            def step(token, position, cache):
+                out = self.model(
+                    input_ids=token, cache_position=position, past_key_values=cache, use_cache=True
+                )
+                return out.logits[:, -1].argmax(-1)
+
+            if self.compile:
+                step = torch.compile(step, mode="reduce-overhead", fullgraph=True)
+            self._step = step
+        return self._step
+
+    def _static_cache(self, batch: int, kind: type) -> Any:
+        """One StaticCache per batch size, reset between generations: its tensors keep their
+        addresses, so the CUDA graph recorded for the decode step is replayed, not re-recorded."""
+        cache = self._caches.get(batch)
+        if cache is None:
+            cache = self._caches[batch] = kind(
+                config=self.model.config, max_cache_len=self.max_cache_len
+            )
+        else:
+            import torch
+
+            with torch.inference_mode():  # its tensors were made there, by the first prefill
+                cache.reset()
+        return cache
+
+    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+        import torch
+        from transformers import DynamicCache, StaticCache
+
+        ids = torch.as_tensor([list(p) for p in prompts], device=self.device)
+        length = ids.shape[1]
+        if self.static:
+            if self.max_cache_len < length + 1:
+                raise ValueError(
+                    f"static cache of {self.max_cache_len} for a {length}-token prompt"
+                )
+            cache = self._static_cache(ids.shape[0], StaticCache)
+        else:
+            cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            positions = torch.arange(length, device=self.device)
+            out = self.model(
+                input_ids=ids, cache_position=positions, past_key_values=cache, use_cache=True
+            )
+            first = out.logits[:, -1].argmax(-1)
+        if self.static:
+            for layer in getattr(cache, "layers", []):  # allocated by the prefill
+                for tensor in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+                    if tensor is not None:
+                        torch._dynamo.mark_static_address(tensor)
+        return Prefilled(first_tokens=first.tolist(), state=(first, cache, length))
+
+    def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
+        import torch
+
+        token, cache, length = prefilled.state
+        out = [[t] for t in prefilled.first_tokens]
+        step = self._decode_step()
+        with torch.inference_mode():
+            for index in range(max_new_tokens - 1):
+                position = torch.tensor([length + index], device=self.device)
+                token = step(token[:, None].clone(), position, cache).clone()
+                host = token.tolist()  # a step's tokens are out once they reach the host
+                on_token(host)
+                for row, value in zip(out, host, strict=True):
+                    row.append(value)
+        return out
+
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def peak_device_memory_mb(self) -> float | None:
+        if self.device != "cuda":
+            return None
+        import torch
+
+        return torch.cuda.max_memory_allocated() / 2**20

@@ -1,0 +1,47 @@
+"""Generate cells: a language model generating for a batch of prompts, timed token by token.
+
+The workload (textgen_llm) gives the prompts; the cell's generator (engines.generative, axis
+`generator`) loads the model; devicebench.generation measures the memory bandwidth, times the
+batches on the seam's one clock and fills the record's `generation` section (TTFT, TPOT, ITL,
+tokens/s, the bandwidth bound and share), quality (real weights only) and energy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from devicebench.frameworks.generator import Generator
+from devicebench.scenarios.base import Scenario
+
+
+class Generate(Scenario):
+    NAME = "generate"
+    MODE = "generate"
+
+    needs = Generator  # stdlib only: the runner's skip check stays framework-free
+
+    def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """The generator's reasons (device, format, not installed); the workload adds its own
+        (positions, a missing GGUF) and the memory check runs in the worker, before loading."""
+        from devicebench.engines import generative
+
+        name = settings.get("generator")
+        if name is None:
+            return "generate cell without a `generator` axis"
+        try:
+            engine = generative.get(str(name))
+        except ValueError as unknown:
+            return str(unknown)
+        return engine.skip_reason(str(settings["device"]), str(settings["precision"]))
+
+    def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
+        from devicebench.generation.run import run_generate
+        from devicebench.measure import environment
+
+        result = run_generate(dict(settings), dataset)
+        result["environment"] = environment.capture(int(settings["threads_resolved"]))
+        return result
+
+
+SCENARIO = Generate()

