@@ -89,7 +89,9 @@ def main() -> int:
         if dataset not in manifests:
             train, test = SIZES.get(dataset, (64, 16))
             folder = OUT / "data" / dataset
-            prepare_dataset(dataset, "synthetic", folder, train_samples=train, test_samples=test)
+            prepare_dataset(
+                dataset, "synthetic", folder, train_samples=train, test_samples=test, seed=3
+            )
             manifests[dataset] = folder / "manifest.json"
     for cell in cells:
         out = OUT / "cells" / f"{cell.cell_id}.json"
