@@ -22,7 +22,7 @@ MODELS = [
         id=f"{task}-{model}",
     )
     for task, spec in specs().items()
-    if spec.kind != "serve"  # served models only infer
+    if "train" in spec.modes  # served and generating models never train
     for model in spec.models
     if model != "mlp"  # its first layer dominates and has no input gradient: by hand below
 ]
