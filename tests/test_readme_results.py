@@ -14,6 +14,8 @@ from devicebench.report.answer import CLASSES
 from devicebench.report.readme import BEGIN, END, replace_block, results_block
 
 REPO = Path(__file__).resolve().parents[1]
+
+
 # Written by the verdict branch (issue 36); a link to it is allowed before that branch lands.
 def _script():
     spec = importlib.util.spec_from_file_location("readme_cli", REPO / "scripts/readme_results.py")

@@ -35,5 +35,6 @@ def test_a_study_config_is_completed_by_the_default_as_in_the_workflow():
         "conll_ner",
         "serve_image",
         "serve_text",
+        "textgen_llm",
     }
     assert script.study_settings(REPO / "config" / "missing.yaml") == {}
