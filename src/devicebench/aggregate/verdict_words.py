@@ -33,7 +33,9 @@ def lead(row: dict[str, Any]) -> str:
     ratio = _float(row.get("cost_ratio"))
     if math.isnan(ratio):
         return "no verdict"
-    per = "to the target" if str(row.get("mode")) == "converge" else "per sample"
+    per = {"converge": "to the target", "serve": "per request"}.get(
+        str(row.get("mode")), "per sample"
+    )
     low, high = _float(row.get("cost_ratio_low")), _float(row.get("cost_ratio_high"))
     if ratio >= 1:
         side, by, span = "GPU", ratio, (low, high)
