@@ -155,7 +155,7 @@ def test_repricing_scales_the_range_and_a_converge_ratio_stays_cost_to_target():
     assert cheaper["cost_ratio"] == pytest.approx(8.0)
     assert (cheaper["cost_ratio_low"], cheaper["cost_ratio_high"]) == pytest.approx((6.0, 10.0))
     assert cheaper["breakeven_gpu_usd_per_hour"] == pytest.approx(2.0 * 8.0)
-    assert "the GPU is 8x cheaper to the target, 6x-10x over" in cheaper["finding"]
+    assert "the GPU is 8x cheaper to the target, 6x-10x over its runs" in cheaper["finding"]
 
 
 def test_a_declared_machine_is_repriced_as_itself():

@@ -41,7 +41,8 @@ def lead(row: dict[str, Any]) -> str:
         side, by, span = "GPU", ratio, (low, high)
     else:
         side, by, span = "CPU", 1 / ratio, (1 / high, 1 / low)
-    shown = "" if math.isnan(span[0]) else f", {times(span[0])}-{times(span[1])} over repetitions"
+    over = "its runs" if str(row.get("mode")) == "converge" else "repetitions"
+    shown = "" if math.isnan(span[0]) else f", {times(span[0])}-{times(span[1])} over {over}"
     if row.get("confidence") == noise.TOO_CLOSE:
         return f"too close to call ({side} {times(by)} cheaper {per}{shown})"
     return f"the {side} is {times(by)} cheaper {per}{shown}"

@@ -19,7 +19,9 @@ DEFAULTS: dict[str, Any] = {
     "max_epochs": 100,
     "dataset": None,  # another dataset of the same format (mnist tasks: fashion_mnist)
     "frameworks": None,  # converge cells in these of the task's frameworks only (default: all)
+    "runs": 1,  # independent runs from fresh seeds; the verdict uses their median and range
 }
+MAX_RUNS = 20  # runs a cell may make: each is a whole training to the target
 # Metrics that are shares of held-out samples: a target of 1 or more is out of reach.
 BOUNDED = ("accuracy", "f1_micro", "f1_macro")
 # Datasets a task may train on in converge cells instead of its own (same shapes and classes).
@@ -47,6 +49,12 @@ def check(given: dict[str, Any], dataset: str | None = None) -> None:
         raise ValueError(
             f"converge.target: {target} for {metric}, a share of held-out samples: no model can "
             "reach it (give a value between 0 and 1, below 1)"
+        )
+    runs = given.get("runs", DEFAULTS["runs"])
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+        raise ValueError(
+            f"converge.runs: {runs!r}; give a whole number of runs from 1 to {MAX_RUNS} (each "
+            "trains to the target from a fresh seed)"
         )
     if dataset is not None and given.get("dataset") not in (None, dataset):
         allowed = ALTERNATIVE_DATASETS.get(dataset, ())
