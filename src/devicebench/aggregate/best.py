@@ -30,7 +30,7 @@ import pandas as pd
 from devicebench.aggregate import noise, serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
-from devicebench.aggregate.quality_gate import unverified
+from devicebench.aggregate.quality_gate import unverified_reason
 from devicebench.aggregate.verdict_words import finding
 from devicebench.engines.agreement import REQUIRED
 
@@ -211,9 +211,10 @@ def _pair(
         row[f"{side}_joules_per_sample"] = _number(best.get("joules_per_sample", np.nan))
         row[f"{side}_priced_as"] = best.get("priced_as")
         notes.append(noise.steadiness_note(best, side))
-        if unverified(best.get("quality_check")):
+        why = unverified_reason(best)
+        if why:  # no trained fp32 reference vouches for this pick's answers
             row["quality"] = "quality unverified"
-            notes.append(f"{side} pick's agreement with fp32 {best['quality_check']}")
+            notes.append(f"{side} pick's {why}")
     if "gpu" in chosen:
         row["gpu_name"] = chosen["gpu"].get("gpu_name")
         row["gpu_util_mean"] = _number(chosen["gpu"].get("gpu_util_mean"))

@@ -128,6 +128,7 @@ def _check_names(study: dict[str, Any]) -> None:
         if "converge" in settings:
             _check_converge(task, settings["converge"])
             _check_converge_time(task, settings, study)
+        _check_reference(task, settings)
         for index, framework in enumerate(settings.get("frameworks", [])):
             if framework not in FRAMEWORKS:
                 raise ConfigError(
@@ -214,6 +215,15 @@ def _check_converge_time(task: str, settings: dict[str, Any], study: dict[str, A
             f"need {runs * float(limit):g} s, more than the cell's timeout_s {timeout:g}; lower "
             "runs or max_time_s, or raise timeout_s"
         )
+
+
+def _check_reference(task: str, settings: dict[str, Any]) -> None:
+    from devicebench.plan.converge import check_reference
+
+    try:
+        check_reference(settings)
+    except ValueError as error:
+        raise ConfigError(f"config key tasks.{task}.{error}") from None
 
 
 def _check_weights(task: str, settings: dict[str, Any]) -> None:

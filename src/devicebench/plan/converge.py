@@ -90,3 +90,36 @@ def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
         "converge": json.dumps(given, sort_keys=True),
         "steps_per_epoch": None,  # an epoch is the whole training split, whatever train cells do
     }
+
+
+def check_reference(settings: dict[str, Any]) -> None:
+    """ValueError('trained_reference...') where a task's infer cells cannot train a reference:
+    it reads the converge section's real dataset, so the task needs one."""
+    given = settings.get("trained_reference")
+    if given is None:
+        return
+    if not isinstance(given, dict) or set(given) - {"epochs"}:
+        raise ValueError("trained_reference: give {epochs: N} (whole epochs, untimed)")
+    epochs = given.get("epochs")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"trained_reference.epochs: {epochs!r}; give a whole number, at least 1")
+    if not (settings.get("converge") or {}).get("dataset"):
+        raise ValueError(
+            "trained_reference: needs converge.dataset (the real data its converge models train "
+            "on, e.g. fashion_mnist): the reduced-format gate is judged on a trained model there"
+        )
+
+
+def reference_run(settings: dict[str, Any]) -> dict[str, Any]:
+    """The run settings infer cells add where the task asks for a trained reference: the
+    converge section's real dataset and whole epochs of untimed training, so a reduced format's
+    or engine's agreement is judged against a trained fp32 model of the same family on real
+    data, not an untrained one on synthetic data. {} where the task does not ask."""
+    given = settings.get("trained_reference")
+    if not given:
+        return {}
+    return {
+        "dataset": settings["converge"]["dataset"],
+        "epochs": int(given["epochs"]),
+        "steps_per_epoch": None,  # whole epochs of the real training split
+    }
