@@ -89,9 +89,10 @@ def reprice(best: pd.DataFrame, cells: pd.DataFrame, prices: dict[str, Any]) -> 
     out["priced"] = np.where(repriced, "these prices", "the aggregate's prices")
     cpu, gpu = out["cpu_usd_per_million"], out["gpu_usd_per_million"]
     change = factor["cpu"] / factor["gpu"]  # how the price change moves any CPU/GPU cost ratio
-    per_sample = (cpu / gpu).where(~out["mode"].astype(str).eq("converge"))
     old_ratio = pd.to_numeric(out["cost_ratio"], errors="coerce")
-    out["cost_ratio"] = (old_ratio * change).fillna(per_sample)
+    # the table's ratio (per sample, or to the target on converge rows) moved by the price
+    # change; per sample where a hand-made table has none
+    out["cost_ratio"] = (old_ratio * change).fillna(cpu / gpu)
     for end in ("low", "high"):
         out[f"cost_ratio_{end}"] = pd.to_numeric(out[f"cost_ratio_{end}"], errors="coerce") * change
     ratio = out["cost_ratio"]
