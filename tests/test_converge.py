@@ -97,3 +97,21 @@ def test_converge_cells_only_where_a_target_is_given_and_other_cells_unchanged()
 def test_bad_converge_section_names_its_key(goal, key):
     with pytest.raises(ConfigError, match=f"config key {key}"):
         check_config(_study(converge=goal))
+
+
+def test_converge_runs_each_train_a_fresh_model_and_the_record_keeps_every_time(tmp_path):
+    goal = {"target": 0.5, "max_time_s": 120, "max_epochs": 30, "runs": 2}
+    record = _cell(tmp_path, goal, "runs")
+    assert record["status"] == "ok", record.get("message")
+    converge = record["converge"]
+    times = converge["times_to_target_s"]
+    assert converge["runs"] == converge["runs_reached"] == len(times) == 2
+    assert converge["converged"] is True and all(t > 0 for t in times)
+    assert converge["time_to_target_s"] == pytest.approx(sum(times) / 2)  # median of two
+    assert [h[-1]["elapsed_s"] for h in converge["run_histories"]] == times
+    row = collect_records([record["_path"]]).iloc[0]
+    assert row["converge_runs"] == 2
+    assert (row["time_to_target_min_s"], row["time_to_target_max_s"]) == (min(times), max(times))
+    missed = _cell(tmp_path, goal | {"target": 0.999, "max_epochs": 1}, "missed")["converge"]
+    assert missed["converged"] is False and missed["times_to_target_s"] == [None, None]
+    assert "run 1 stopped" in missed["not_reached"] and "run 2 stopped" in missed["not_reached"]

@@ -69,7 +69,7 @@ def best_row(pick: str, **values) -> dict:
 
 def best(*rows: dict) -> pd.DataFrame:
     """best.csv's columns in order, and `model` where a row names one (as the table adds it)."""
-    extra = ["model"] if any("model" in r for r in rows) else []
+    extra = list(dict.fromkeys(k for r in rows for k in r if k not in BEST_COLUMNS))
     return pd.DataFrame(list(rows)).reindex(columns=[*BEST_COLUMNS, *extra])
 
 
@@ -83,7 +83,7 @@ def test_costs_are_worked_out_again_from_the_prices_given():
     assert row["cost_ratio"] == pytest.approx((0.68 / 1000) / (4.0 / 5000))
     # the GPU price at which both cost the same per sample: 0.68 $/h x 5000 / 1000
     assert row["breakeven_gpu_usd_per_hour"] == pytest.approx(3.4)
-    assert row["speedup"] == pytest.approx(5.0)
+    assert math.isnan(row["speedup"])  # fastest against fastest: not re-priced, not made up
     cheaper_gpu = dict(PRICES, cuda=[{"match": "H100", "per_hour": 2.0}])
     assert reprice(best(best_row("cheapest")), cells(), cheaper_gpu).iloc[0]["cheaper"] == "gpu"
 
@@ -97,39 +97,75 @@ def test_a_cell_missing_from_the_cells_table_keeps_the_tables_cost():
 
 def test_sentences_come_from_the_rows():
     other = best_row("cheapest", task="u", cpu_cell="task~u/device~cpu", cpu_samples_per_s=10.0)
-    fastest = best_row("fastest", gpu_samples_per_s=8000.0)
-    table = reprice(best(best_row("cheapest"), other, fastest), cells(), PRICES)
+    fastest = best_row("fastest", gpu_samples_per_s=8000.0, speedup=8.0)
+    cheap_cpu = best_row("cheapest", gpu_samples_per_s=2500.0)  # CPU 2.35x cheaper per sample
+    table = reprice(best(cheap_cpu, other, fastest), cells(), PRICES)
     said = sentences(table, PRICES)
     assert said[0] == (
         "Per sample, the GPU is cheaper in 1 of 2 workload-modes (u infer) and the CPU in 1 "
         "(t infer)."
     )
-    assert "the CPU's widest lead is t infer, 1.18x cheaper" in said[1]
+    assert "the CPU's widest lead is t infer, 2.35x cheaper" in said[1]
     assert said[1].startswith("The GPU's widest lead is u infer")
-    # speedups from the fastest picks only (the cheapest rows give 5x and 500x)
+    # speedups from the fastest picks only (the cheapest rows give 2.5x and 250x)
     assert said[2] == "Fastest GPU over fastest CPU configuration: 8x (t infer)."
-    assert "US$3.40 (t infer)" in said[3] and "charge US$4 per GPU-hour" in said[3]
+    assert "US$1.70 (t infer)" in said[3] and "charge US$4 per GPU-hour" in said[3]
     shown = display_table(table)
     assert list(shown["workload"]) == ["t", "u"]  # the cheapest rows only
-    assert shown.loc[0, "cheaper, by"] == "CPU, 1.18x"
+    assert shown.loc[0, "cheaper, by"] == "CPU, 2.35x"
     assert shown.loc[1, "cheaper, by"] == "GPU, 85x"
 
 
-def test_a_lead_within_ten_percent_is_called_even_not_a_win():
+def test_a_lead_within_the_lease_variance_or_a_range_across_even_is_too_close_to_call():
     # 16 threads at US$0.68/h against an H100 at US$4/h: equal cost at 5,882 GPU samples/s
-    near = best_row("cheapest", gpu_samples_per_s=6176.0)  # GPU cheaper by 1.05x
-    clear = best_row("cheapest", task="u", cpu_cell="task~u/device~cpu", gpu_samples_per_s=6600.0)
-    table = reprice(best(near, clear), cells(), PRICES)
+    even = 1000.0 * 4.0 / 0.68
+    near = best_row("cheapest", gpu_samples_per_s=even * 1.3)  # GPU 1.3x: within 1.35x
+    clear = best_row("cheapest", task="u", cpu_cell="task~u/device~cpu", gpu_samples_per_s=even * 2)
+    crossing = best_row("cheapest", task="w", gpu_samples_per_s=even * 2)
+    priced = reprice(best(near, clear, crossing), cells(), PRICES)  # costs as the aggregate's
+    priced.loc[2, ["cost_ratio_low", "cost_ratio_high"]] = [0.9, 2.5]  # a range across even
+    table = reprice(priced, cells(), PRICES)
     said = sentences(table, PRICES)
     assert said[0] == (
-        "Per sample, the GPU is cheaper in 1 of 2 workload-modes (u infer) and the CPU in 0, "
-        "and 1 within 10% of even (t infer), too close to call."
+        "Per sample, the GPU is cheaper in 1 of 3 workload-modes (u infer) and the CPU in 0, "
+        "and 2 too close to call (t infer, w infer)."
     )
-    assert said[1].startswith("The GPU's widest lead is u infer, 1.12x cheaper")
+    assert said[1].startswith("The GPU's widest lead is u infer, 2x cheaper")
     shown = display_table(table)
-    assert list(shown["cheaper, by"]) == ["about even (GPU 1.05x)", "GPU, 1.12x"]
-    assert task_summary(table, "t") == " — infer: about even (GPU 1.05x)"
-    assert task_summary(table, "u") == " — infer: GPU 1.12x cheaper"
+    assert list(shown["cheaper, by"]) == [
+        "too close to call (GPU 1.30x)",
+        "GPU, 2x",
+        "too close to call (GPU 2x)",
+    ]
+    assert list(table["confidence"]) == ["too close to call", "clear", "too close to call"]
+    assert table["finding"].iloc[0].startswith("t infer: too close to call (GPU 1.3x cheaper")
+    assert task_summary(table, "t") == " — infer: too close to call (GPU 1.30x)"
+    assert task_summary(table, "u") == " — infer: GPU 2x cheaper"
+
+
+def test_repricing_scales_the_range_and_a_converge_ratio_stays_cost_to_target():
+    # a converge row's ratio is of costs to the target (the CPU needs 3x the time of 1.5x
+    # cheaper samples): halving the GPU price must double it, not replace it per sample
+    row = best_row("cheapest", mode="converge", cost_ratio=4.0, cost_ratio_low=3.0)
+    row.update(cost_ratio_high=5.0, cpu_usd_per_million=0.68 / 3.6, gpu_usd_per_million=4 / 18)
+    half = dict(PRICES, cuda=[{"match": "H100", "per_hour": 2.0}])
+    again = reprice(best(row), cells(), PRICES).iloc[0]
+    assert again["cost_ratio"] == pytest.approx(4.0)
+    cheaper = reprice(best(row), cells(), half).iloc[0]
+    assert cheaper["cost_ratio"] == pytest.approx(8.0)
+    assert (cheaper["cost_ratio_low"], cheaper["cost_ratio_high"]) == pytest.approx((6.0, 10.0))
+    assert cheaper["breakeven_gpu_usd_per_hour"] == pytest.approx(2.0 * 8.0)
+    assert "the GPU is 8x cheaper to the target, 6x-10x over its runs" in cheaper["finding"]
+
+
+def test_a_declared_machine_is_repriced_as_itself():
+    box = {"name": "box", "hostname": "cpu01", "instance": "c7i.8xlarge", "per_hour": 1.36}
+    declared = dict(PRICES, machines=[box])
+    on_box = cells().assign(hostname=["cpu01", "gpu01", "cpu01"])
+    row = reprice(best(best_row("cheapest")), on_box, declared).iloc[0]
+    assert row["cpu_usd_per_million"] == pytest.approx(1.36 / 3600 / 1000 * 1e6)
+    assert row["cpu_priced_as"] == "box: c7i.8xlarge"
+    assert "CPU priced as box: c7i.8xlarge" in row["finding"]
 
 
 def test_without_gpu_rows_the_verdict_says_so_and_why():

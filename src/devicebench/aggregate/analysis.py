@@ -34,15 +34,8 @@ def add_analysis(
     df = mark_quality(cells)  # quality n/a where it cannot mean anything
     targets = targets or {}
     ok = df["status"].eq("ok")
-    # a data-parallel cell occupies (and is priced and peaked for) all of its GPUs
     gpus = _gpu_count(df)
-    copies = df["copies"] if "copies" in df.columns else pd.Series(1, index=df.index)
-    priced = list(zip(df["device"], df["threads"], _column(df, "gpu_name"), copies, strict=True))
-    df["price_per_hour"] = [
-        price_per_hour(d, t, g, prices, c) * n for (d, t, g, c), n in zip(priced, gpus, strict=True)
-    ]
-    df["priced_as"] = [shape_priced(d, t, g, prices, c) for d, t, g, c in priced]
-    df = apply_machine_prices(df, prices)  # a declared machine is priced as itself
+    df = price_cells(df, prices)
     df["cost_usd"] = (df["price_per_hour"] * df["median_s"] / 3600.0).where(ok)
     per_usd = df["samples_per_s"] * 3600.0 / df["price_per_hour"].replace(0, np.nan)
     df["samples_per_usd"] = per_usd.where(ok)
@@ -70,6 +63,21 @@ def add_analysis(
     ]
     df["mfu"] = df["achieved_tflops"] / df["peak_tflops"]
     return _relative(df, base)
+
+
+def price_cells(cells: pd.DataFrame, prices: dict[str, Any]) -> pd.DataFrame:
+    """cells with `price_per_hour`, `priced_as` and `machine` at `prices`: the aggregate and
+    the verdict's repricing price a cell the same way (as rented; a declared machine as itself)."""
+    df = cells.copy()
+    # a data-parallel cell occupies (and is priced and peaked for) all of its GPUs
+    gpus = _gpu_count(df)
+    copies = df["copies"] if "copies" in df.columns else pd.Series(1, index=df.index)
+    priced = list(zip(df["device"], df["threads"], _column(df, "gpu_name"), copies, strict=True))
+    df["price_per_hour"] = [
+        price_per_hour(d, t, g, prices, c) * n for (d, t, g, c), n in zip(priced, gpus, strict=True)
+    ]
+    df["priced_as"] = [shape_priced(d, t, g, prices, c) for d, t, g, c in priced]
+    return apply_machine_prices(df, prices)  # a declared machine is priced as itself
 
 
 def _column(df: pd.DataFrame, name: str) -> pd.Series:

@@ -30,7 +30,7 @@ import pandas as pd
 from devicebench.aggregate import noise, serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
-from devicebench.aggregate.quality_gate import unverified
+from devicebench.aggregate.quality_gate import unverified_reason
 from devicebench.aggregate.verdict_words import finding
 from devicebench.engines.agreement import REQUIRED
 
@@ -83,9 +83,25 @@ def best_table(cells: pd.DataFrame, prices: dict[str, Any] | None = None) -> pd.
     table = _best_of(cells[~serve], prices)
     extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
     served = serving_best.serve_rows(cells[serve], lambda c: config_name(c, extras), COLUMNS)
+    served = _worded(served)
     if served.empty:
         return table
     return served if table.empty else pd.concat([table, served], ignore_index=True)
+
+
+def _worded(rows: pd.DataFrame) -> pd.DataFrame:
+    """Serve rows with the confidence and finding every other row has (one rule, one wording)."""
+    if rows.empty:
+        return rows
+    rows = rows.copy()
+    rows["confidence"] = [
+        noise.confidence(r, lo, hi) or np.nan
+        for r, lo, hi in zip(
+            rows["cost_ratio"], rows["cost_ratio_low"], rows["cost_ratio_high"], strict=True
+        )
+    ]
+    rows["finding"] = [finding(r) for r in rows.to_dict("records")]
+    return rows
 
 
 def _best_of(cells: pd.DataFrame, prices: dict[str, Any] | None) -> pd.DataFrame:
@@ -195,9 +211,10 @@ def _pair(
         row[f"{side}_joules_per_sample"] = _number(best.get("joules_per_sample", np.nan))
         row[f"{side}_priced_as"] = best.get("priced_as")
         notes.append(noise.steadiness_note(best, side))
-        if unverified(best.get("quality_check")):
+        why = unverified_reason(best)
+        if why:  # no trained fp32 reference vouches for this pick's answers
             row["quality"] = "quality unverified"
-            notes.append(f"{side} pick's agreement with fp32 {best['quality_check']}")
+            notes.append(f"{side} pick's {why}")
     if "gpu" in chosen:
         row["gpu_name"] = chosen["gpu"].get("gpu_name")
         row["gpu_util_mean"] = _number(chosen["gpu"].get("gpu_util_mean"))
@@ -214,10 +231,11 @@ def _pair(
         )
         row["cost_ratio"] = ratio
         row["cheaper"] = "gpu" if ratio > 1 else "cpu"
-        if not (converge and pick == "cheapest"):  # a converge run has one time to target
+        if not (converge and pick == "cheapest"):
             row["cost_ratio_low"], row["cost_ratio_high"] = noise.cost_ratio_range(cpu, gpu, ratio)
-        else:
-            notes.append("cost to target, one run a side")
+        else:  # the median cost to target of each side's runs, the range over its runs
+            row["cost_ratio_low"], row["cost_ratio_high"] = noise.to_target_range(cpu, gpu, ratio)
+            notes.append(_runs_note(cpu, gpu))
         low, high = row.get("cost_ratio_low"), row.get("cost_ratio_high")
         row["confidence"] = noise.confidence(ratio, low, high)
         per_gpu = float(gpu["price_per_hour"]) / _gpu_count(gpu)
@@ -225,6 +243,14 @@ def _pair(
     row["note"] = "; ".join(n for n in notes if n)
     row["finding"] = finding(row)
     return row
+
+
+def _runs_note(cpu: pd.Series, gpu: pd.Series) -> str:
+    """How many converge runs each side's cost to target is the median of."""
+    runs = [int(_number(c.get("converge_runs")) or 1) for c in (cpu, gpu)]
+    if runs == [1, 1]:
+        return "cost to target, one run a side: no range"
+    return f"median cost to target of {runs[0]} CPU and {runs[1]} GPU runs, range over the runs"
 
 
 def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> str:
@@ -235,7 +261,9 @@ def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> s
         reached = on_device["converged"].astype("boolean").fillna(False).astype(bool)
         if not reached.any():
             best = pd.to_numeric(on_device.get("accuracy"), errors="coerce").max()
-            return f"no {device} converge cell reached its target (best held-out {best:.3f})"
+            runs = pd.to_numeric(on_device.get("converge_runs"), errors="coerce").max()
+            every = f" in all {int(runs)} of its runs" if runs > 1 else ""
+            return f"no {device} converge cell reached its target{every} (best held-out {best:.3f})"
     if agreeing.empty:
         shares = pd.to_numeric(on_device.get("agreement_fp32"), errors="coerce").dropna()
         low, high = f"{shares.min():.3f}", f"{shares.max():.3f}"

@@ -15,9 +15,11 @@ import numpy as np
 ENERGY_COLUMNS = """
     joules_per_sample samples_per_kwh energy_j energy_covers energy_reason converged
     time_to_target_s epochs_to_target energy_to_target_j target_metric target_value
+    converge_runs converge_runs_reached time_to_target_min_s time_to_target_max_s
 """.split()
 FLOATS = (
     *"joules_per_sample samples_per_kwh energy_j time_to_target_s".split(),
+    *"time_to_target_min_s time_to_target_max_s converge_runs converge_runs_reached".split(),
     *"energy_to_target_j target_value".split(),
 )
 INTS = ("epochs_to_target",)
@@ -45,4 +47,25 @@ def energy_columns(record: Mapping[str, Any]) -> dict[str, Any]:
         "energy_to_target_j": _value(converge, "energy_to_target_j"),
         "target_metric": _value(converge, "metric"),
         "target_value": _value(converge, "target"),
+        **_runs(converge),
+    }
+
+
+def _runs(converge: Mapping[str, Any]) -> dict[str, Any]:
+    """How many converge runs the cell made and reached the target, and the fastest and slowest
+    run's time to target (over every run, only where all reached it). A record from before
+    converge runs made one."""
+    if not isinstance(converge, Mapping) or not converge:
+        return dict.fromkeys(ENERGY_COLUMNS[-4:], np.nan)
+    times = converge.get("times_to_target_s")
+    if times is None:
+        one = converge.get("time_to_target_s")
+        times = [one]
+    reached = [float(t) for t in times if t is not None]
+    every = len(reached) == len(times) and reached
+    return {
+        "converge_runs": float(len(times)),
+        "converge_runs_reached": float(len(reached)),
+        "time_to_target_min_s": min(reached) if every else np.nan,
+        "time_to_target_max_s": max(reached) if every else np.nan,
     }

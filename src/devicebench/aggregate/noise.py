@@ -42,6 +42,25 @@ def cost_ratio_range(cpu: pd.Series, gpu: pd.Series, ratio: float) -> tuple[floa
     return low, high
 
 
+def to_target_range(cpu: pd.Series, gpu: pd.Series, ratio: float) -> tuple[float, float]:
+    """The CPU/GPU cost-to-target ratio's (low, high) over both cells' converge runs (cost to
+    target is price x time, so the ratio moves with each side's fastest and slowest run); NaN
+    where a side made one run: one run has no range."""
+    spans = []
+    for cell in (cpu, gpu):
+        runs = _float(cell.get("converge_runs"))
+        median = _float(cell.get("time_to_target_s"))
+        fast, slow = (
+            _float(cell.get("time_to_target_min_s")),
+            _float(cell.get("time_to_target_max_s")),
+        )
+        if math.isnan(runs) or runs < 2 or not median > 0 or math.isnan(fast + slow):
+            return math.nan, math.nan
+        spans.append((fast / median, slow / median))
+    (cpu_fast, cpu_slow), (gpu_fast, gpu_slow) = spans
+    return ratio * cpu_fast / gpu_slow, ratio * cpu_slow / gpu_fast
+
+
 def confidence(ratio: Any, low: Any, high: Any) -> str:
     """'too close to call' where the range crosses even or the ratio lies within the lease-to-
     lease variance; 'clear' otherwise; '' without a ratio."""

@@ -67,6 +67,28 @@ def unverified(check: object) -> bool:
     return isinstance(check, str) and check.startswith(("n/a", "unverified"))
 
 
+def unverified_reason(cell: pd.Series) -> str:
+    """Why a verdict pick's quality is unverified, or "": its agreement check could vouch for
+    nothing (n/a, a constant reference), or it ran a reduced format or another engine in an
+    infer or serve cell without a verified check against a trained fp32 reference."""
+    from devicebench import engines
+
+    check = cell.get("quality_check")
+    if unverified(check):
+        return f"agreement with fp32 {check}"
+    precision, engine = str(cell.get("precision")), str(cell.get("engine"))
+    reduced = precision in engines.REDUCED_FORMATS or engine in engines.MODEL_ENGINES
+    inferring = str(cell.get("mode")) in ("infer", "serve")
+    if reduced and inferring and check not in ("agrees", "below reference"):
+        what = " ".join(
+            v
+            for v in (precision, engine)
+            if v in (*engines.REDUCED_FORMATS, *engines.MODEL_ENGINES)
+        )
+        return f"{what} not checked against a trained fp32 reference"
+    return ""
+
+
 def _column(df: pd.DataFrame, name: str) -> pd.Series:
     return df[name] if name in df.columns else pd.Series(np.nan, index=df.index)
 

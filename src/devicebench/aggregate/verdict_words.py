@@ -13,6 +13,10 @@ from typing import Any
 
 from devicebench.aggregate import noise
 
+# What a mode's cost ratio is per, and what its range spans (other modes: per sample, over
+# the repetitions).
+MODE_WORDS = {"converge": ("to the target", "its runs"), "serve": ("per request", "repetitions")}
+
 
 def label(row: dict[str, Any]) -> str:
     """'task mode' and the model where the row names one."""
@@ -33,13 +37,13 @@ def lead(row: dict[str, Any]) -> str:
     ratio = _float(row.get("cost_ratio"))
     if math.isnan(ratio):
         return "no verdict"
-    per = "to the target" if str(row.get("mode")) == "converge" else "per sample"
+    per, over = MODE_WORDS.get(str(row.get("mode")), ("per sample", "repetitions"))
     low, high = _float(row.get("cost_ratio_low")), _float(row.get("cost_ratio_high"))
     if ratio >= 1:
         side, by, span = "GPU", ratio, (low, high)
     else:
         side, by, span = "CPU", 1 / ratio, (1 / high, 1 / low)
-    shown = "" if math.isnan(span[0]) else f", {times(span[0])}-{times(span[1])} over repetitions"
+    shown = "" if math.isnan(span[0]) else f", {times(span[0])}-{times(span[1])} over {over}"
     if row.get("confidence") == noise.TOO_CLOSE:
         return f"too close to call ({side} {times(by)} cheaper {per}{shown})"
     return f"the {side} is {times(by)} cheaper {per}{shown}"

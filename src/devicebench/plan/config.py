@@ -127,6 +127,8 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
         if "converge" in settings:
             _check_converge(task, settings["converge"])
+            _check_converge_time(task, settings, study)
+        _check_reference(task, settings)
         for index, framework in enumerate(settings.get("frameworks", [])):
             if framework not in FRAMEWORKS:
                 raise ConfigError(
@@ -192,6 +194,34 @@ def _check_converge(task: str, given: dict[str, Any]) -> None:
         raise ConfigError(f"config key tasks.{task}.converge: task {task} does not train")
     try:
         check(given, TASKS[task].dataset)
+    except ValueError as error:
+        raise ConfigError(f"config key tasks.{task}.{error}") from None
+
+
+def _check_converge_time(task: str, settings: dict[str, Any], study: dict[str, Any]) -> None:
+    """A converge cell's runs must fit its timeout: runs x max_time_s within timeout_s, or the
+    cell is killed before its last run could say whether it reached the target."""
+    from devicebench.plan.converge import DEFAULTS
+
+    given = settings["converge"]
+    runs, limit = (
+        given.get("runs", DEFAULTS["runs"]),
+        given.get("max_time_s", DEFAULTS["max_time_s"]),
+    )
+    timeout = settings.get("timeout_s", study.get("timeout_s"))
+    if timeout is not None and runs * float(limit) > float(timeout):
+        raise ConfigError(
+            f"config key tasks.{task}.converge.runs: {runs} runs of up to max_time_s {limit:g} s "
+            f"need {runs * float(limit):g} s, more than the cell's timeout_s {timeout:g}; lower "
+            "runs or max_time_s, or raise timeout_s"
+        )
+
+
+def _check_reference(task: str, settings: dict[str, Any]) -> None:
+    from devicebench.plan.converge import check_reference
+
+    try:
+        check_reference(settings)
     except ValueError as error:
         raise ConfigError(f"config key tasks.{task}.{error}") from None
 

@@ -19,7 +19,9 @@ DEFAULTS: dict[str, Any] = {
     "max_epochs": 100,
     "dataset": None,  # another dataset of the same format (mnist tasks: fashion_mnist)
     "frameworks": None,  # converge cells in these of the task's frameworks only (default: all)
+    "runs": 1,  # independent runs from fresh seeds; the verdict uses their median and range
 }
+MAX_RUNS = 20  # runs a cell may make: each is a whole training to the target
 # Metrics that are shares of held-out samples: a target of 1 or more is out of reach.
 BOUNDED = ("accuracy", "f1_micro", "f1_macro")
 # Datasets a task may train on in converge cells instead of its own (same shapes and classes).
@@ -47,6 +49,12 @@ def check(given: dict[str, Any], dataset: str | None = None) -> None:
         raise ValueError(
             f"converge.target: {target} for {metric}, a share of held-out samples: no model can "
             "reach it (give a value between 0 and 1, below 1)"
+        )
+    runs = given.get("runs", DEFAULTS["runs"])
+    if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+        raise ValueError(
+            f"converge.runs: {runs!r}; give a whole number of runs from 1 to {MAX_RUNS} (each "
+            "trains to the target from a fresh seed)"
         )
     if dataset is not None and given.get("dataset") not in (None, dataset):
         allowed = ALTERNATIVE_DATASETS.get(dataset, ())
@@ -81,4 +89,37 @@ def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:
         "dataset": cell_dataset(task_dataset, settings),
         "converge": json.dumps(given, sort_keys=True),
         "steps_per_epoch": None,  # an epoch is the whole training split, whatever train cells do
+    }
+
+
+def check_reference(settings: dict[str, Any]) -> None:
+    """ValueError('trained_reference...') where a task's infer cells cannot train a reference:
+    it reads the converge section's real dataset, so the task needs one."""
+    given = settings.get("trained_reference")
+    if given is None:
+        return
+    if not isinstance(given, dict) or set(given) - {"epochs"}:
+        raise ValueError("trained_reference: give {epochs: N} (whole epochs, untimed)")
+    epochs = given.get("epochs")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"trained_reference.epochs: {epochs!r}; give a whole number, at least 1")
+    if not (settings.get("converge") or {}).get("dataset"):
+        raise ValueError(
+            "trained_reference: needs converge.dataset (the real data its converge models train "
+            "on, e.g. fashion_mnist): the reduced-format gate is judged on a trained model there"
+        )
+
+
+def reference_run(settings: dict[str, Any]) -> dict[str, Any]:
+    """The run settings infer cells add where the task asks for a trained reference: the
+    converge section's real dataset and whole epochs of untimed training, so a reduced format's
+    or engine's agreement is judged against a trained fp32 model of the same family on real
+    data, not an untrained one on synthetic data. {} where the task does not ask."""
+    given = settings.get("trained_reference")
+    if not given:
+        return {}
+    return {
+        "dataset": settings["converge"]["dataset"],
+        "epochs": int(given["epochs"]),
+        "steps_per_epoch": None,  # whole epochs of the real training split
     }

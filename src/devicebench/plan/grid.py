@@ -15,7 +15,7 @@ from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
 from devicebench.plan.cellspec import AXES, CellSpec, make_spec
 from devicebench.plan.config import ConfigError
-from devicebench.plan.converge import converge_run, task_modes
+from devicebench.plan.converge import converge_run, reference_run, task_modes
 from devicebench.plan.converge import wanted as converge_wanted
 from devicebench.plan.gpu_compile import compiled_axes
 from devicebench.plan.packing import copies_axes
@@ -98,6 +98,8 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
             mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
             if device == "cpu" and mode in ("train", "infer") and "cpu_steps_per_epoch" in settings:
                 mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
+            if mode == "infer":  # a trained reference on real data, where the task asks
+                mode_run = mode_run | reference_run(settings)
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
             packed = copies_axes(study, task, settings, device, threads, mode)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from devicebench.report.verdict import is_even, verdict_rows
+from devicebench.report.verdict import too_close, verdict_rows
 from devicebench.report.words import integer, missing, plural, span
 
 BOUND_COLUMNS = ("p99_bound_ms", "latency_bound_ms", "slo_p99_ms", "bound_ms")
@@ -114,17 +114,12 @@ class ClassAnswer:
 
 
 def call(row: pd.Series) -> str:
-    """'gpu', 'cpu' or 'close' (too close to call) for one paired verdict row: close when the
-    aggregate's confidence says so, when its repetition range crosses even, or within EVEN."""
-    confidence = row.get("confidence")
-    if not missing(confidence) and (
-        "close" in str(confidence).lower() or str(confidence).lower() == "low"
-    ):
+    """'gpu', 'cpu' or 'close' for one paired verdict row, by the one rule every view uses
+    (noise.confidence via verdict.too_close: a range crossing even, or a ratio within the
+    lease-to-lease variance, is too close to call)."""
+    if too_close(row):
         return "close"
-    low, high = row.get("cost_ratio_low"), row.get("cost_ratio_high")
-    if not missing(low) and not missing(high) and float(low) <= 1 <= float(high):
-        return "close"
-    return "close" if is_even(row["cost_ratio"]) else str(row["cheaper"])
+    return "gpu" if float(row["cost_ratio"]) > 1 else "cpu"
 
 
 def ratio_span(rows: pd.DataFrame) -> tuple[float, float]:
@@ -140,9 +135,16 @@ def ratio_span(rows: pd.DataFrame) -> tuple[float, float]:
 
 
 def verdict_words(rows: pd.DataFrame) -> str:
-    """'GPU cheaper in all 10', 'GPU cheaper in 15 of 18, CPU in 2, 1 too close to call'."""
-    calls = rows.apply(call, axis=1).value_counts()
+    """'GPU cheaper in all 10', 'GPU cheaper in 15 of 18, CPU in 2 (a, b), 1 too close to call
+    (c)': the minority calls name their rows."""
+    called = rows.apply(call, axis=1)
+    calls = called.value_counts()
     n, gpu, cpu = len(rows), int(calls.get("gpu", 0)), int(calls.get("cpu", 0))
+    labels = rows["label"] if "label" in rows else rows["task"].astype(str)
+
+    def named(which: str) -> str:  # the rows a minority call holds, so each row can be found
+        return f" ({listed(labels[called.eq(which)])})"
+
     close = int(calls.get("close", 0))
     for side, count in (("GPU", gpu), ("CPU", cpu)):
         if count == n:
@@ -154,9 +156,9 @@ def verdict_words(rows: pd.DataFrame) -> str:
     )
     parts = [f"{lead_side} cheaper in {lead_n} of {n}"]
     if other_n:
-        parts.append(f"{other} in {other_n}")
+        parts.append(f"{other} in {other_n}{named(other.lower())}")
     if close:
-        parts.append(f"{close} too close to call")
+        parts.append(f"{close} too close to call{named('close')}")
     return ", ".join(parts)
 
 

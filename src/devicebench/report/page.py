@@ -211,12 +211,28 @@ def task_summary(best: pd.DataFrame | None, task: str) -> str:
     return f" — {'; '.join(parts)}" if parts else ""
 
 
+def verdict_findings(best: pd.DataFrame | None, task: str) -> list[str]:
+    """The workload's verdict rows in words: best.csv's `finding` sentences (as repriced), so
+    the page says what the table and the README say."""
+    if best is None:
+        return []
+    rows = verdict_rows(best)
+    rows = rows[rows["task"].astype(str).eq(task)]
+    return [str(f) for f in rows["finding"] if isinstance(f, str) and f]
+
+
 def task_section(
-    part: dict[str, pd.DataFrame], task: str, study: dict[str, Any], specs: list, manifest: list
+    part: dict[str, pd.DataFrame],
+    task: str,
+    study: dict[str, Any],
+    specs: list,
+    manifest: list,
+    verdict: list[str] | None = None,
 ) -> str:
-    """One workload's findings, tables and charts (the page folds it in a <details>)."""
+    """One workload's findings (its verdict rows' first), tables and charts (the page folds it
+    in a <details>)."""
     noise_cov = float(study.get("noise_cov") or 0.1)
-    said = findings.task_findings(part, task, noise_cov)
+    said = [*(verdict or []), *findings.task_findings(part, task, noise_cov)]
     blocks = [f"<h3>Findings</h3><ul>{''.join(f'<li>{html.escape(f)}</li>' for f in said)}</ul>"]
     flags = {"timing": {"noisy": "noisy"}, "quality": {"accuracy_agrees": "disagrees"}}
     for name, title in TABLES_SHOWN.items():
@@ -279,7 +295,8 @@ def build_page(
     )
     sections = []
     for task in tasks:
-        body = task_section(for_task(tables, task), task, study, specs, manifest)
+        said = verdict_findings(best, task)
+        body = task_section(for_task(tables, task), task, study, specs, manifest, said)
         summary = f"Workload {html.escape(task)}{html.escape(task_summary(best, task))}"
         sections.append(
             f'<details id="task-{task}"><summary><h2>{summary}</h2></summary>{body}</details>'

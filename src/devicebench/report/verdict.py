@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from devicebench.aggregate.analysis import _gpu_count, price_per_hour
+from devicebench.aggregate import noise
+from devicebench.aggregate.analysis import _gpu_count, price_cells
+from devicebench.aggregate.verdict_words import finding
 
 BEST_COLUMNS = [
     *"task mode pick boot_id code_version cpu_cell cpu_config cpu_samples_per_s".split(),
@@ -24,10 +26,6 @@ BEST_COLUMNS = [
     *"cost_ratio breakeven_gpu_usd_per_hour note".split(),
 ]  # and, where a task has several models, `model` (each model compared on its own)
 SIDES = ("cpu", "gpu")
-# A cost ratio within this of 1 either way is "about even": two cells' throughputs each carry a
-# few per cent of noise on a shared host (stability CoV up to ~0.15 in serving), so a 1.04x lead
-# is no ground to buy one device over the other.
-EVEN = 0.10
 
 
 def load_best(folder: Path) -> pd.DataFrame | None:
@@ -42,49 +40,84 @@ def load_best(folder: Path) -> pd.DataFrame | None:
     return best
 
 
-def _hourly(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, tuple[float, int]]:
-    """Hourly price of every cell under `prices` (all its GPUs for a DDP cell) and its GPU
-    count, by cell id."""
+def _priced(cells: pd.DataFrame, prices: dict[str, Any]) -> dict[str, tuple[float, int, str]]:
+    """Per cell id: its hourly price at `prices` (all its GPUs for a DDP cell; a declared
+    machine as itself), its GPU count and the shape it is priced as."""
     if cells.empty or "cell_id" not in cells:
         return {}
-    gpus = _gpu_count(cells)
-    names = cells["gpu_name"] if "gpu_name" in cells else pd.Series(np.nan, index=cells.index)
-    copies = cells["copies"] if "copies" in cells else pd.Series(1, index=cells.index)
-    return {  # a packed cell (copies) is priced for all its copies' vCPUs
-        str(cid): (price_per_hour(d, t, g, prices, c) * n, n)
-        for cid, d, t, g, c, n in zip(
-            cells["cell_id"], cells["device"], cells["threads"], names, copies, gpus, strict=True
+    priced = price_cells(cells, prices)
+    return {
+        str(cid): (float(p), n, s if isinstance(s, str) else "")
+        for cid, p, n, s in zip(
+            priced["cell_id"],
+            priced["price_per_hour"],
+            _gpu_count(cells),
+            priced["priced_as"],
+            strict=True,
         )
     }
 
 
 def reprice(best: pd.DataFrame, cells: pd.DataFrame, prices: dict[str, Any]) -> pd.DataFrame:
-    """best.csv with cost per million samples, cheaper, cost ratio and break-even GPU price
-    worked out again at `prices`; a side whose cell is not in `cells` keeps the table's cost
-    (column `priced` says which)."""
-    hourly = _hourly(cells, prices)
+    """best.csv worked out again at `prices`: each side's cost per million samples and shape,
+    the cost ratio (per sample, or to the target on converge rows) with its range over the
+    repetitions scaled by the same price change, cheaper, confidence, break-even GPU price and
+    the finding's words. A side whose cell is not in `cells` keeps the table's cost (column
+    `priced` says which). Speedups are of throughputs and do not change."""
+    found = _priced(cells, prices)
     out = best.copy()
+    for column in ("cost_ratio_low", "cost_ratio_high", "confidence", "finding"):
+        if column not in out:
+            out[column] = np.nan
     repriced = pd.Series(True, index=out.index)
+    factor = {}
     for side in SIDES:
         cell = out[f"{side}_cell"].astype("object")
-        found = cell.map(lambda c: hourly.get(str(c), (math.nan, 1)) if pd.notna(c) else None)
-        found = found.map(lambda f: f if f is not None else (math.nan, 1))
-        price = found.map(lambda f: f[0]).astype("float64")
-        out[f"{side}_gpus"] = found.map(lambda f: f[1])
+        hit = cell.map(lambda c: found.get(str(c)) if pd.notna(c) else None)
+        price = hit.map(lambda f: f[0] if f else math.nan).astype("float64")
+        out[f"{side}_gpus"] = hit.map(lambda f: f[1] if f else 1)
         fresh = price / (out[f"{side}_samples_per_s"] * 3600.0) * 1e6
         known = cell.isna() | price.notna()
+        old = pd.to_numeric(out[f"{side}_usd_per_million"], errors="coerce")
         out[f"{side}_price_per_hour"] = price
-        out[f"{side}_usd_per_million"] = fresh.where(known, out[f"{side}_usd_per_million"])
+        out[f"{side}_usd_per_million"] = fresh.where(known, old)
+        factor[side] = out[f"{side}_usd_per_million"] / old
+        shape = hit.map(lambda f: f[2] if f else None)
+        kept = out.get(f"{side}_priced_as", pd.Series(None, index=out.index, dtype="object"))
+        out[f"{side}_priced_as"] = shape.where(known & shape.notna(), kept)
         repriced &= known
     out["priced"] = np.where(repriced, "these prices", "the aggregate's prices")
     cpu, gpu = out["cpu_usd_per_million"], out["gpu_usd_per_million"]
-    both = cpu.notna() & gpu.notna()
-    out["cost_ratio"] = (cpu / gpu).where(both)
-    out["cheaper"] = np.where(both, np.where(cpu <= gpu, "cpu", "gpu"), None)
-    per_gpu = cpu / 1e6 * out["gpu_samples_per_s"] * 3600 / out["gpu_gpus"]
-    out["breakeven_gpu_usd_per_hour"] = per_gpu.where(both)  # per GPU, as prices are
-    out["speedup"] = out["gpu_samples_per_s"] / out["cpu_samples_per_s"]
+    change = factor["cpu"] / factor["gpu"]  # how the price change moves any CPU/GPU cost ratio
+    old_ratio = pd.to_numeric(out["cost_ratio"], errors="coerce")
+    # the table's ratio (per sample, or to the target on converge rows) moved by the price
+    # change; per sample where a hand-made table has none
+    out["cost_ratio"] = (old_ratio * change).fillna(cpu / gpu)
+    for end in ("low", "high"):
+        out[f"cost_ratio_{end}"] = pd.to_numeric(out[f"cost_ratio_{end}"], errors="coerce") * change
+    ratio = out["cost_ratio"]
+    out["cheaper"] = np.where(ratio.notna(), np.where(ratio > 1, "gpu", "cpu"), None)
+    per_gpu = out["gpu_price_per_hour"] / out["gpu_gpus"]  # per GPU, as prices are
+    kept = pd.to_numeric(out["breakeven_gpu_usd_per_hour"], errors="coerce") * factor["cpu"]
+    out["breakeven_gpu_usd_per_hour"] = (per_gpu * ratio).fillna(kept).where(ratio.notna())
+    out["confidence"] = [
+        noise.confidence(r, lo, hi)
+        for r, lo, hi in zip(ratio, out["cost_ratio_low"], out["cost_ratio_high"], strict=True)
+    ]
+    out["confidence"] = out["confidence"].replace("", np.nan)
+    out["finding"] = [finding(row) for row in out.to_dict("records")]
     return out
+
+
+def too_close(row: pd.Series) -> bool:
+    """Whether a paired verdict row is too close to call (noise.confidence: its range crosses
+    even or its ratio lies within the lease-to-lease variance)."""
+    return (
+        noise.confidence(
+            row.get("cost_ratio"), row.get("cost_ratio_low"), row.get("cost_ratio_high")
+        )
+        == noise.TOO_CLOSE
+    )
 
 
 def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
@@ -136,20 +169,15 @@ def times(value: Any) -> str:
     return f"{number(value, 4) if near_one else shown}x"
 
 
-def is_even(ratio: Any) -> bool:
-    """Whether a CPU/GPU cost ratio is too close to 1 to name a cheaper device."""
-    return pd.notna(ratio) and abs(math.log(float(ratio))) <= math.log(1 + EVEN)
-
-
 def lead(row: pd.Series, won: str = "{side}, {by}") -> str:
-    """Which device is cheaper and by how much, as `won` words it ('GPU, 85x'); 'about even
-    (CPU 1.013x)' where the lead is within EVEN; '—' without a pair."""
+    """Which device is cheaper and by how much, as `won` words it ('GPU, 85x'); 'too close to
+    call (CPU 1.2x)' where noise.confidence says so; '—' without a pair."""
     ratio = row["cost_ratio"]
     if pd.isna(ratio):
         return "—"
-    side = str(row["cheaper"]).upper()
-    by = times(ratio if row["cheaper"] == "gpu" else 1 / ratio)
-    return f"about even ({side} {by})" if is_even(ratio) else won.format(side=side, by=by)
+    side = "GPU" if float(ratio) > 1 else "CPU"
+    by = times(ratio if side == "GPU" else 1 / ratio)
+    return f"{noise.TOO_CLOSE} ({side} {by})" if too_close(row) else won.format(side=side, by=by)
 
 
 def _label(row: pd.Series) -> str:
@@ -171,18 +199,14 @@ def sentences(
     out = []
     if paired.empty:
         return unpaired(rows, why_no_gpu)
-    even = paired[paired["cost_ratio"].map(is_even)]
+    even = paired[paired.apply(too_close, axis=1)]
     gpu_wins = paired[paired["cheaper"].eq("gpu") & ~paired.index.isin(even.index)]
     cpu_wins = paired[paired["cheaper"].eq("cpu") & ~paired.index.isin(even.index)]
 
     def listed(part: pd.DataFrame) -> str:
         return f" ({', '.join(_label(r) for _, r in part.iterrows())})" if len(part) else ""
 
-    tie = (
-        f", and {len(even)} within {EVEN:.0%} of even{listed(even)}, too close to call"
-        if len(even)
-        else ""
-    )
+    tie = f", and {len(even)} {noise.TOO_CLOSE}{listed(even)}" if len(even) else ""
     out.append(
         f"Per sample, the GPU is cheaper in {len(gpu_wins)} of {len(paired)} workload-modes"
         f"{listed(gpu_wins)} and the CPU in {len(cpu_wins)}{listed(cpu_wins)}{tie}."
