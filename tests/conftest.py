@@ -28,11 +28,13 @@ FAST_MODULES = frozenset(
         "test_config_selection",
         "test_conll",
         "test_conll_ner",
+        "test_converge_runs",
         "test_decode",
         "test_engines_table",
         "test_fashion_mnist",
         "test_findings_wording",
         "test_flop_ratios",
+        "test_format_reference",
         "test_generation",
         "test_generator",
         "test_grid",
@@ -51,6 +53,7 @@ FAST_MODULES = frozenset(
         "test_serving_verdict",
         "test_transformer_workloads",
         "test_verdict",
+        "test_verdict_agreement",
         "test_verdict_rules",
     }
 )

@@ -92,6 +92,19 @@ def test_closed_loop_serving_is_not_serving_at_a_bound_but_a_bounded_row_is():
     assert answer(breakeven, cells_for(breakeven))[3].verdict.startswith("not measured: ")
 
 
+def test_serve_rows_that_never_ran_the_search_say_so():
+    from devicebench.aggregate.serving_best import PREDATES_NOTE
+
+    unsearched = [row("serve_image", "serve", math.nan, note=PREDATES_NOTE, model=m) for m in "ab"]
+    best = pd.DataFrame(unsearched)
+    assert answer(best, cells_for(best))[3].verdict == (
+        "not measured: no serve cell ran the latency-bound search (serve_image serve (a), "
+        "serve_image serve (b) ran a closed-loop client only)"
+    )
+    other = pd.DataFrame([row("serve_image", "serve", math.nan, note="something else")])
+    assert "latency-bound search" not in answer(other, cells_for(other))[3].verdict
+
+
 def test_generation_rows_answer_the_llm_class():
     best = pd.DataFrame([row("textgen_llm", "generate", 0.4)])
     llm = answer(best, cells_for(best))[4]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from devicebench.aggregate.serving_best import PREDATES_NOTE
 from devicebench.report.verdict import too_close, verdict_rows
 from devicebench.report.words import integer, missing, plural, span
 
@@ -229,6 +230,18 @@ def one_side(rows: pd.DataFrame) -> str:
     return f"not measured: {what} ({listed(rows['label'])})"
 
 
+def _unsearched(rows: pd.DataFrame) -> str:
+    """Why serve rows whose cells never ran the latency-bound search are no verdict ("" else)."""
+    notes = rows.get("note", pd.Series(dtype=object)).astype(str)
+    if rows.empty or not notes.eq(PREDATES_NOTE).all():
+        return ""
+    models = rows.drop_duplicates("label")["label"]
+    return (
+        f"not measured: no serve cell ran the latency-bound search ({listed(models)} ran a "
+        "closed-loop client only)"
+    )
+
+
 def listed(labels: pd.Series, most: int = 3) -> str:
     """'a, b, c and 4 more': a list short enough for one line of the answer."""
     names = [str(n) for n in labels]
@@ -265,14 +278,14 @@ def answer(
         if paired.empty:
             why = kind.unmeasured
             if not mine.empty:
-                why = one_side(mine)
+                why = _unsearched(mine) or one_side(mine)
             elif kind.key == "serving_bound" and not rows.empty:
                 serve = rows[rows["mode"].astype(str).eq("serve")]
                 paired_serve = serve[serve["cost_ratio"].notna()]
                 if not paired_serve.empty:
                     why = _closed_loop(paired_serve, serving)
                 elif not serve.empty:
-                    why = one_side(serve)
+                    why = _unsearched(serve) or one_side(serve)
             verdict = why if why.startswith("not measured") else f"not measured: {why}"
             out.append(ClassAnswer(kind.key, kind.title, mine, verdict, "—"))
             continue
