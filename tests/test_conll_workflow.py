@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -54,15 +55,13 @@ def test_one_tiny_conll_ner_cell_reaches_the_tables(tmp_path):
     ).exists()
 
     tables = tmp_path / "results" / "tables"
+    # synthetic data: the record keeps its scores, the tables show none and say why
     quality = pd.read_csv(tables / "quality.csv")
     row = quality[quality.task.eq("conll_ner")].iloc[0]
-    assert row.f1_micro == pytest.approx(record["quality"]["f1_micro"])
-    assert row.embedding == "live" and bool(row.synthetic)
+    assert math.isnan(row.f1_micro) and row.embedding == "live" and bool(row.synthetic)
     cells = pd.read_csv(tables / "cells.csv")
-    assert cells.precision_micro.iloc[0] == pytest.approx(record["quality"]["precision_micro"])
+    assert cells.precision_micro.isna().all() and set(cells.quality_na) == {"synthetic data"}
 
     from devicebench.report.findings import entity_scores
 
-    (finding,) = entity_scores(cells, "conll_ner")
-    assert f"micro {record['quality']['f1_micro']:.3f}" in finding
-    assert "SYNTHETIC" in finding
+    assert entity_scores(cells, "conll_ner") == []  # no F1 sentence about a synthetic task
