@@ -107,8 +107,8 @@ def _report(call, sample_id: int, tokens: list[int], count: int | None = None) -
     data = array.array("i", tokens)
     pointer, length = data.buffer_info()
     size = length * data.itemsize
-    response = lg.QuerySampleResponse(sample_id, pointer, size, *(() if count is None else (count,)))
-    call([response])
+    extra = () if count is None else (count,)  # the token count, at the end
+    call([lg.QuerySampleResponse(sample_id, pointer, size, *extra)])
 
 
 def run_server(
