@@ -3,8 +3,11 @@
 A row holds the token clock (TTFT, TPOT and ITL percentiles), tokens/s (prefill, decode,
 output), the memory-bandwidth bound measured in the cell and the share of it reached, cost per
 million output tokens (hourly price of the cell's device / 3,600 / output tokens/s x 10^6) and
-energy per million output tokens. Quality is the real model's (greedy agreement, perplexity,
-and why a format was left out); random-weight rows say "n/a: random weights".
+energy per million output tokens; where the cell served the model (generation.serving), its
+goodput (the highest Poisson rate meeting the p99 TTFT and TPOT bounds), the output tokens/s and
+cost per million tokens at that rate, or the search's status without a rate. Quality is the real
+model's (greedy agreement, perplexity, and why a format was left out); random-weight rows say
+"n/a: random weights".
 
 Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
 the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
@@ -33,11 +36,15 @@ BOUND = [
     "memory_bandwidth_gbs", "bandwidth_method", "bandwidth_bound_tokens_per_s",
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
+GOODPUT = [
+    "serving_status", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd",
+]  # fmt: skip
 GENERATION_COLUMNS = [
     "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
     "output_len", "status", "message", *CLOCK, *BOUND, "peak_host_mb", "peak_device_mb",
     "joules_per_output_token", "kwh_per_million_tokens", "price_per_hour",
-    "cost_per_million_tokens_usd", "quality", "greedy_agreement", "perplexity",
+    "cost_per_million_tokens_usd", *GOODPUT, "quality", "greedy_agreement", "perplexity",
     "perplexity_fp32", "quality_flag", "weights", "cell_id", "boot_id", "code_version",
 ]  # fmt: skip
 KEYS = ["model", "prompt_len", "output_len", "device_label"]
@@ -86,7 +93,24 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         row["cost_per_million_tokens_usd"] = price / 3600 / rate * 1e6
     if joules:
         row["kwh_per_million_tokens"] = joules * 1e6 / JOULES_PER_KWH
-    return row
+    return row | _goodput(gen.get("serving"), price)
+
+
+def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
+    """The goodput columns of a cell that served its model (none: the cell did not)."""
+    if not serving:
+        return {}
+    rate = serving.get("output_tokens_per_s") if serving.get("goodput_qps") else None
+    return {
+        "serving_status": serving.get("status"),
+        "goodput_qps": serving.get("goodput_qps"),
+        "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
+        "goodput_tpot_p99_s": serving.get("tpot_p99_s"),
+        "goodput_tokens_per_s": rate,
+        "goodput_cost_per_million_tokens_usd": price / 3600 / rate * 1e6
+        if rate and not math.isnan(price)
+        else None,
+    }
 
 
 def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:

@@ -1,0 +1,123 @@
+"""Goodput's settings, its search over token latencies (serving.slo's, with a runner that models
+a server whose TTFT and TPOT grow with the offered rate), the record section and the generation
+table's goodput columns."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from devicebench.aggregate import generation as table
+from devicebench.generation.serving import (
+    GoodputSettings,
+    TokenSearch,
+    failed_section,
+    goodput_section,
+)
+
+TOKENS = 16
+
+
+def test_settings_default_to_mlperfs_llama_bounds_and_name_unknown_keys() -> None:
+    s = GoodputSettings.from_config({})
+    assert (s.ttft_p99_ms, s.tpot_p99_ms) == (2000.0, 100.0)
+    s = GoodputSettings.from_config({"ttft_p99_ms": 500, "tpot_p99_ms": 20, "probe_s": 3})
+    assert s.slo.p99_bound_ms == 500 and s.slo.probe_s == 3 and s.tpot_p99_ms == 20
+    with pytest.raises(ValueError, match=r"unknown generate.serving setting\(s\) \['tpot_ms'\]"):
+        GoodputSettings.from_config({"tpot_ms": 100})
+    with pytest.raises(ValueError, match="ttft_p99_ms must be a number above 0"):
+        GoodputSettings.from_config({"ttft_p99_ms": 0})
+
+
+def model_server(capacity: float, calls: list):
+    """A runner for a server of `capacity` requests/s: TTFT and TPOT rise as the offered rate
+    nears it and pass their bounds beyond it; LoadGen's verdict follows both bounds."""
+
+    def run(qps: float, seconds: float, queries: int, number: int) -> dict:
+        calls.append(qps)
+        load = qps / capacity
+        ttft, tpot = 50.0 * load / max(1e-3, 1 - load) if load < 1 else 10_000.0, 10 * load
+        if load >= 1:
+            tpot = 400.0
+        valid = ttft <= 2000 and tpot <= 100
+        return {
+            "valid": valid, "validity": "VALID" if valid else "INVALID", "queries": queries,
+            "scheduled_qps": qps * 0.99, "early_stopping_met": True, "http_errors": 0,
+            "latency_ms": {"p99": ttft + tpot * (TOKENS - 1)},
+            "ttft_ms": {"p50": ttft / 2, "p99": ttft}, "tpot_ms": {"p50": tpot / 2, "p99": tpot},
+            "output_tokens_per_s": qps * 0.99 * TOKENS,
+        }  # fmt: skip
+
+    return run
+
+
+def _settings(**given) -> GoodputSettings:
+    base = {"probe_s": 1.0, "confirm_s": 1.0, "confirm_runs": 3, "min_qps": 0.5}
+    return GoodputSettings.from_config(base | given)
+
+
+def test_search_finds_the_highest_rate_meeting_both_token_bounds() -> None:
+    calls: list[float] = []
+    s = _settings()
+    found = TokenSearch(s, model_server(20.0, calls), clock=lambda: 0.0).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "ok", section["message"]
+    # the rate where TTFT reaches 2 s: 50 x/(1-x) = 2000 -> x = 40/41 of 20/s
+    assert 15.0 <= section["goodput_qps"] <= 20.0 * 40 / 41
+    assert section["goodput_qps"] == pytest.approx(section["confirmed_at_qps"] * 0.99)
+    assert section["ttft_p99_s"] <= 2.0 and section["tpot_p99_s"] <= 0.1
+    assert section["output_tokens_per_s"] == pytest.approx(section["goodput_qps"] * TOKENS)
+    assert section["runs"] == 3 and section["early_stopping_met"] is True
+    assert any(not p["valid"] for p in section["probes"])  # it bracketed
+    assert all("ttft_p99_ms" in p and "tpot_p99_ms" in p for p in section["probes"])
+    assert section["ttft_bound_s"] == 2.0 and section["tpot_bound_s"] == 0.1
+
+
+def test_no_rate_and_a_loadgen_failure_give_no_rate_and_say_why() -> None:
+    s = _settings(min_qps=2.0)
+    found = TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "no_rate" and section["goodput_qps"] is None
+    assert "p99 TTFT <= 2000 ms and p99 TPOT <= 100 ms" in section["message"]
+    assert section["ttft_p99_s"] is None and section["output_tokens_per_s"] is None
+
+    def broken(*_args):
+        raise RuntimeError("LoadGen exploded")
+
+    section = goodput_section(TokenSearch(s, broken, clock=lambda: 0.0).run(4.0), s)
+    assert section["status"] == "loadgen_failed" and section["goodput_qps"] is None
+    assert "LoadGen exploded" in section["message"]
+    section = failed_section("server_failed", "server exited 1", s)
+    assert section["goodput_qps"] is None and section["runs"] == 0
+
+
+def _record(serving: dict | None) -> dict:
+    gen = {"output_tokens_per_s": 500.0} | ({"serving": serving} if serving else {})
+    axes = {"task": "textgen_llm", "model": "llama-tiny", "device": "cpu", "threads": 2}
+    return {"axes": axes | {"mode": "generate"}, "generation": gen, "status": "ok"}
+
+
+def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
+    prices = {"cpu": {"per_vcpu_hour": 0.05}}
+    s = _settings()
+    found = TokenSearch(s, model_server(20.0, []), clock=lambda: 0.0).run(4.0)
+    served = goodput_section(found, s)
+    row = table._row(_record(served), prices)
+    assert row["serving_status"] == "ok" and row["goodput_qps"] == served["goodput_qps"]
+    assert row["goodput_tokens_per_s"] == served["output_tokens_per_s"]
+    hourly = 0.05 * 2
+    assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(
+        hourly / 3600 / served["output_tokens_per_s"] * 1e6
+    )
+    assert row["goodput_ttft_p99_s"] == served["ttft_p99_s"]
+    # no rate: the status, no figure
+    none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
+    row = table._row(_record(none), prices)
+    assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
+    assert row["goodput_cost_per_million_tokens_usd"] is None
+    # a cell that did not serve: no goodput column filled
+    row = table._row(_record(None), prices)
+    assert not any(key in row for key in table.GOODPUT)
+    assert set(table.GOODPUT) <= set(table.GENERATION_COLUMNS)
+    assert not math.isnan(row["cost_per_million_tokens_usd"])
