@@ -112,6 +112,7 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     )
     assert row["goodput_ttft_p99_s"] == served["ttft_p99_s"]
     # no rate: the status, no figure
+    s = _settings(min_qps=2.0)
     none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
     row = table._row(_record(none), prices)
     assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
