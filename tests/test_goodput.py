@@ -14,6 +14,8 @@ from devicebench.generation.serving import (
     TokenSearch,
     failed_section,
     goodput_section,
+    over_alone,
+    selected,
 )
 
 TOKENS = 16
@@ -122,3 +124,20 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     assert not any(key in row for key in table.GOODPUT)
     assert set(table.GOODPUT) <= set(table.GENERATION_COLUMNS)
     assert not math.isnan(row["cost_per_million_tokens_usd"])
+
+
+def test_one_stream_over_a_bound_means_no_rate_without_loadgen() -> None:
+    s = GoodputSettings.from_config({"tpot_p99_ms": 100})
+    assert over_alone({"qps": 0.2, "ttft_s": 0.3, "tpot_s": 0.09}, s) is None
+    why = over_alone({"qps": 0.02, "ttft_s": 0.3, "tpot_s": 0.31}, s)
+    assert why is not None and "median TPOT 310 ms over the 100 ms bound" in why
+    assert "median TTFT 2500 ms" in over_alone({"qps": 0.1, "ttft_s": 2.5, "tpot_s": 0.0}, s)
+
+
+def test_cells_selectors_pick_the_cells_that_serve() -> None:
+    cell = {"model": "llama-8b", "device": "cpu", "prompt_len": 1024, "batch_size": 1}
+    assert selected(cell, {})  # no selectors: every cell of the task
+    given = {"cells": [{"prompt_len": 1024, "device": "cuda"}, {"model": "llama-1b"}]}
+    assert not selected(cell, given)
+    assert selected(cell | {"device": "cuda"}, given)
+    assert GoodputSettings.from_config(given) == GoodputSettings.from_config({})

@@ -48,10 +48,11 @@ class Generate(Scenario):
         result = run_generate(dict(settings), dataset)
         serving = generate_settings(settings).get("serving")
         if serving is not None:  # the config asks for the model behind the server
-            from devicebench.generation.serving import run_serving
+            from devicebench.generation.serving import run_serving, selected
 
-            given = (settings, dataset["prompts"], serving, started)
-            result["generation"]["serving"] = run_serving(*given)
+            if selected(settings, serving):
+                given = (settings, dataset["prompts"], serving, started)
+                result["generation"]["serving"] = run_serving(*given)
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         return result
 
