@@ -86,6 +86,35 @@ def test_streams_over_the_limit_get_503_and_a_long_stream_is_cut_at_its_time(str
     assert strict.stats()["cut"] == 1
 
 
+def test_waiting_streams_of_one_shape_generate_as_one_batch_each_its_own_tokens() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
+
+    def tokens(url: str, prompt: list[int]) -> list[int]:
+        body = {"prompt": prompt, "max_tokens": 6}
+        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+            got = lines(answer)
+        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
+        return [item["token"] for item in got[:-1]]
+
+    limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_stream_s=60)
+    with server(**limits) as running:
+        url = f"{running.url}/generate"
+        alone = [tokens(url, prompt) for prompt in prompts]
+        long = {"prompt": [1, 2], "max_tokens": 3000}  # another shape, keeping the model busy
+        with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
+            items = busy.iter_lines()
+            next(items)
+            with ThreadPoolExecutor(4) as pool:  # these four wait for it, then run together
+                waiting = [pool.submit(tokens, url, prompt) for prompt in prompts]
+                assert len([json.loads(line) for line in items]) == 3000  # 2,999 + done
+                together = [future.result() for future in waiting]
+        counts = running.stats()
+    assert together == alone  # each stream got its own row's greedy tokens
+    assert counts["largest_batch"] == 4 and counts["ok"] == 9
+
+
 def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> None:
     prompts = np.random.default_rng(0).integers(0, 512, size=(8, 16))
     payloads = token_loadgen.prompt_payloads(prompts, 6)

@@ -5,9 +5,10 @@ behind the generate server (serving.generate_app, its own process) and searches,
 Server scenario and token latencies (serving.token_loadgen), the highest rate whose p99 time to
 first token <= `ttft_p99_ms` and p99 time per output token <= `tpot_p99_ms` (MLPerf Inference's
 Llama-3.1-8B Server bounds, 2 s and 100 ms, unless set). The search is serving.slo's (bracket,
-bisect, confirm; a VALID run also has no failed stream); the start rate is one stream's (the
-server generates one stream at a time); when one stream alone misses a bound: no_rate without a
-LoadGen run. `cells` selectors (axis -> value), when given, pick the cells that serve.
+bisect, confirm; a VALID run also has no failed stream); the start rate is one stream's (times
+`max_batch`, the streams the server generates together); when one stream alone misses a bound:
+no_rate without a LoadGen run. `cells` selectors (axis -> value), when given, pick the cells
+that serve.
 
 The record's `generation.serving`: `goodput_qps` (the median scheduled rate of the confirming
 runs), their p99 TTFT and TPOT and output tokens/s, every run, and `status`: ok, or what
@@ -39,6 +40,7 @@ class GoodputSettings:
     tpot_p99_ms: float = DEFAULT_TPOT_MS
     max_streams: int = 1024  # the server's open streams (503 beyond); above any rate searched
     max_stream_s: float = 600.0
+    max_batch: int = 1  # the server's streams generated together (static batching)
     slo: SloSettings = field(default_factory=lambda: SloSettings(p99_bound_ms=DEFAULT_TTFT_MS))
 
     @classmethod
@@ -203,6 +205,7 @@ def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> l
         *("--seed", str(settings["seed"]), "--threads", str(settings.get("threads_resolved", 0))),
         *("--max-prompt-tokens", str(prompt), "--max-new-tokens", str(output)),
         *("--max-streams", str(goodput.max_streams), "--max-stream-s", str(goodput.max_stream_s)),
+        *("--max-batch", str(goodput.max_batch)),
     ]
 
 
@@ -245,7 +248,8 @@ def run_serving(
             section = failed_section("no_rate", why, goodput)
         else:
             runner = token_runner(url, payloads, tokens, log_dir / "loadgen", goodput)
-            section = goodput_section(TokenSearch(goodput, runner).run(alone["qps"]), goodput)
+            start = alone["qps"] * goodput.max_batch
+            section = goodput_section(TokenSearch(goodput, runner).run(start), goodput)
         section["one_stream"] = alone
         section["server"] = server.health | {"counts": server.stats(), "log": str(server.log_path)}
     finally:

@@ -7,12 +7,13 @@ once to warm up (and compile), binds 127.0.0.1 and writes its port to --port-fil
 POST /generate, a JSON body ``{"prompt": [token ids], "max_tokens": n}``: 200 and one JSON line
 per token as it reaches the host (``{"token": id}``, the first straight after prefill), then
 ``{"done": true, "tokens": n}``; EOS is ignored, so a stream always has `max_tokens` tokens.
-One stream generates at a time (batch 1, greedy), the others wait in turn; batching streams is
-not built. What a request may cost is bounded before any work: the body's bytes (413) and time
-(408), its prompt tokens (413) and its tokens asked (400), the streams open at once (503);
-once streaming, a stream over --max-stream-s (from its arrival) or whose client left is cut
-between two tokens, and its last line says why (``{"error": ...}``). Connections are bounded as
-the scoring server's are (http_limits.py). GET /health, GET /stats.
+Up to --max-batch waiting streams with the same prompt length and tokens asked generate
+together (static batching, greedy); the others wait their turn. What a request may cost is
+bounded before any work: the body's bytes (413) and time (408), its prompt tokens (413) and its
+tokens asked (400), the streams open at once (503); once streaming, a stream over
+--max-stream-s (from its arrival) or whose client left is cut between two tokens, and its last
+line says why (``{"error": ...}``). Connections are bounded as the scoring server's are
+(http_limits.py). GET /health, GET /stats.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Limits:
     max_prompt_tokens: int = 2048
     max_new_tokens: int = 256
     max_streams: int = 64  # generating or waiting their turn; 503 beyond
+    max_batch: int = 1  # streams generated together (same prompt length and tokens asked)
     max_stream_s: float = 120.0  # from a request's arrival to its last token
     max_body: int = 1 << 20
     body_timeout_s: float = BODY_TIMEOUT_S
@@ -108,6 +110,7 @@ class Stream:
         self.prompt, self.max_tokens, self.deadline, self.loop = prompt, max_tokens, deadline, loop
         self.queue: asyncio.Queue = asyncio.Queue()
         self.left = threading.Event()  # the response is over (sent, or its client left)
+        self.ended = False  # its last line is queued (the model's thread alone sets it)
 
     def put(self, kind: str, value: Any) -> None:
         self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
@@ -137,58 +140,112 @@ class Stream:
 
 
 class Streams:
-    """The open streams (at most `max_streams`) and the one model thread generating them."""
+    """The open streams (at most `max_streams`) and the one model thread generating them, up to
+    `max_batch` at once: streams waiting with the same prompt length and tokens asked start
+    together (static batching: a batch runs to its end before the next starts). A generator
+    with fixed shapes (CUDA graphs: `static`) gets every batch padded to `max_batch`."""
 
     def __init__(self, generator: Any, limits: Limits, counts: dict[str, int]) -> None:
         self.generator, self.limits, self.counts = generator, limits, counts
+        self.pad = bool(getattr(generator, "static", False))
         self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
         self.lock = threading.Lock()
         self.open_streams = 0
+        self.waiting: list[Stream] = []
 
     def open(self, prompt: list[int], max_tokens: int) -> Stream | None:
         """A stream, its generation queued on the model's thread; None when `max_streams` are
         open."""
+        deadline = time.monotonic() + self.limits.max_stream_s
+        stream = Stream(prompt, max_tokens, deadline, asyncio.get_running_loop())
         with self.lock:
             if self.open_streams >= self.limits.max_streams:
                 return None
             self.open_streams += 1
-        deadline = time.monotonic() + self.limits.max_stream_s
-        stream = Stream(prompt, max_tokens, deadline, asyncio.get_running_loop())
-        self.model_thread.submit(self._generate, stream).add_done_callback(self._closed)
+            self.waiting.append(stream)
+        self.model_thread.submit(self._next_batch)  # one job per stream: none is left waiting
         return stream
 
-    def _closed(self, _future) -> None:
+    def _take(self) -> list[Stream]:
+        """The oldest waiting stream and those that can share its batch."""
         with self.lock:
-            self.open_streams -= 1
+            if not self.waiting:
+                return []
+            first = self.waiting[0]
+            shape = (len(first.prompt), first.max_tokens)
+            batch = [s for s in self.waiting if (len(s.prompt), s.max_tokens) == shape]
+            batch = batch[: self.limits.max_batch]
+            self.waiting = [s for s in self.waiting if all(s is not b for b in batch)]
+            return batch
 
-    def _generate(self, stream: Stream) -> None:
-        """Prefill, then decode token by token, each token handed over as it reaches the host."""
-        limit = self.limits.max_stream_s
+    def _next_batch(self) -> None:
+        batch = self._take()
         try:
-            stream.check(limit)  # waited its turn past the limit, or its client left
-            prefilled = self.generator.prefill([stream.prompt])
-            stream.put("token", int(prefilled.first_tokens[0]))
+            self._generate([s for s in batch if self._going(s)])
+        finally:
+            with self.lock:
+                self.open_streams -= len(batch)
 
-            def on_token(tokens) -> None:
-                stream.put("token", int(tokens[0]))
-                stream.check(limit)
-
-            if stream.max_tokens > 1:
-                self.generator.decode(prefilled, stream.max_tokens, on_token)
-            stream.put("done", None)
-            self.counts["ok"] += 1
+    def _going(self, stream: Stream) -> bool:
+        """Whether the stream still wants tokens; if not, its last line says why."""
+        if stream.ended:
+            return False
+        try:
+            stream.check(self.limits.max_stream_s)
+            return True
         except Stopped as why:
+            stream.ended = True
             self.counts["cut"] += 1
             stream.put("error", str(why))
-        except Exception as error:  # noqa: BLE001 - the stream's last line says what failed
-            self.counts["failed"] += 1
-            refused("stream", None, f"generation failed: {type(error).__name__}: {error}")
-            stream.put("error", f"generation failed: {type(error).__name__}: {error}")
+            return False
+
+    def _send(self, batch: list[Stream], tokens) -> None:
+        for stream, token in zip(batch, tokens, strict=False):  # padding rows: no stream
+            if not stream.ended:
+                stream.put("token", int(token))
+                self._going(stream)
+
+    def _generate(self, batch: list[Stream]) -> None:
+        """Prefill, then decode step by step, each token handed over as it reaches the host."""
+        if not batch:
+            return
+        self.counts["batches"] += 1
+        self.counts["largest_batch"] = max(self.counts["largest_batch"], len(batch))
+        prompts = [s.prompt for s in batch]
+        if self.pad:
+            prompts += [prompts[0]] * (self.limits.max_batch - len(prompts))
+        try:
+            prefilled = self.generator.prefill(prompts)
+            self._send(batch, prefilled.first_tokens)
+
+            def on_token(tokens) -> None:
+                self._send(batch, tokens)
+                if all(s.ended for s in batch):
+                    raise Stopped("every stream of the batch ended")
+
+            if batch[0].max_tokens > 1:
+                self.generator.decode(prefilled, batch[0].max_tokens, on_token)
+        except Stopped:
+            return  # each stream's last line is out
+        except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
+            said = f"generation failed: {type(error).__name__}: {error}"
+            refused("stream", None, said)
+            for stream in batch:
+                if not stream.ended:
+                    stream.ended = True
+                    self.counts["failed"] += 1
+                    stream.put("error", said)
+            return
+        for stream in batch:
+            if not stream.ended:
+                stream.ended = True
+                self.counts["ok"] += 1
+                stream.put("done", None)
 
 
 def create_app(generator: Any, limits: Limits, info: dict[str, Any]) -> FastAPI:
     """The FastAPI app: POST /generate (streamed), GET /health, GET /stats."""
-    counts = {"ok": 0, "cut": 0, "failed": 0}
+    counts = {"ok": 0, "cut": 0, "failed": 0, "batches": 0, "largest_batch": 0}
     streams = Streams(generator, limits, counts)
     reader = PromptReader(limits)
     app = FastAPI(title="devicebench generate service")
@@ -256,7 +313,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--port-file", required=True, help="written once serving")
     args = parser.parse_args(argv)
-    for name in ("max_prompt_tokens", "max_new_tokens", "max_streams", "max_stream_s"):
+    for name in ("max_prompt_tokens", "max_new_tokens", "max_streams", "max_stream_s", "max_batch"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     return args
@@ -280,14 +337,16 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     engine, options = engine_options(settings)
     started = time.perf_counter()
     generator = engine.load(args.model, options)
-    time_generation(generator, [[0] * args.max_prompt_tokens], 2)  # warm-up (and compile)
+    rows = args.max_batch if getattr(generator, "static", False) else 1  # its one shape
+    time_generation(generator, [[0] * args.max_prompt_tokens] * rows, 2)  # warm-up, compile
     limits = Limits(
         **{name: getattr(args, name) for name in vars(Limits()) if name != "vocab"},
         vocab=int(textgen_llm.model_config(args.model).vocab_size),
     )
     info = {"model": args.model, "generator": engine.name, "device": args.device}
     info |= {"precision": args.precision, "load_s": time.perf_counter() - started}
-    info |= {"limits": vars(limits), "batching": "none: one stream generates at a time"}
+    batching = f"static: up to {limits.max_batch} streams of one prompt length and token count"
+    info |= {"limits": vars(limits), "batching": batching if limits.max_batch > 1 else "none"}
     return generator, limits, info | engine.describe(options)
 
 
