@@ -141,3 +141,20 @@ def test_cells_selectors_pick_the_cells_that_serve() -> None:
     assert not selected(cell, given)
     assert selected(cell | {"device": "cuda"}, given)
     assert GoodputSettings.from_config(given) == GoodputSettings.from_config({})
+
+
+def test_the_best_rows_take_the_highest_goodput_among_cells_that_served() -> None:
+    import pandas as pd
+
+    prices = {"cpu": {"per_vcpu_hour": 0.05}}
+    rows = []
+    for capacity, batch in ((20.0, 1), (40.0, 16)):
+        s = _settings()
+        found = goodput_section(TokenSearch(s, model_server(capacity, []), lambda: 0.0).run(4), s)
+        record = _record(found)
+        record["axes"] |= {"batch_size": batch, "prompt_len": 1024, "output_len": 128}
+        rows.append(table._row(record, prices) | {"quality": "n/a: random weights"})
+    rows.append(table._row(_record(None), prices) | {"quality": "n/a: random weights"})
+    best = table.generation_best(pd.DataFrame(rows, columns=table.GENERATION_COLUMNS))
+    chosen = best.set_index("criterion").loc["highest goodput at the token bounds"]
+    assert chosen["batch_size"] == 16 and chosen["goodput_qps"] == rows[1]["goodput_qps"]

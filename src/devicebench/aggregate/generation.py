@@ -11,7 +11,8 @@ model's (greedy agreement, perplexity, and why a format was left out); random-we
 
 Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
 the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
-(any batch), each with its share of the bandwidth bound.
+(any batch), each with its share of the bandwidth bound; and, among cells that served their model,
+the highest goodput (its tokens/s and cost per million tokens at that rate).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ KEYS = ["model", "prompt_len", "output_len", "device_label"]
 BEST_COLUMNS = [
     "criterion", *KEYS, "generator", "precision", "batch_size", "decode_tokens_per_s",
     "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
-    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "cell_id",
+    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "goodput_qps",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "cell_id",
 ]  # fmt: skip
 JOULES_PER_KWH = 3.6e6
 
@@ -141,4 +143,8 @@ def generation_best(table: pd.DataFrame) -> pd.DataFrame:
         if not priced.empty:
             best = priced.loc[priced["cost_per_million_tokens_usd"].astype(float).idxmin()]
             rows.append({"criterion": "cheapest per million output tokens", **best.to_dict()})
+        served = group[pd.to_numeric(group["goodput_qps"], errors="coerce").notna()]
+        if not served.empty:  # cells that served: the highest rate at the token bounds
+            best = served.loc[served["goodput_qps"].astype(float).idxmax()]
+            rows.append({"criterion": "highest goodput at the token bounds", **best.to_dict()})
     return pd.DataFrame(rows, columns=BEST_COLUMNS)
