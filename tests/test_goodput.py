@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import REPO
 
 from devicebench.aggregate import generation as table
 from devicebench.generation.serving import (
@@ -158,3 +159,24 @@ def test_the_best_rows_take_the_highest_goodput_among_cells_that_served() -> Non
     best = table.generation_best(pd.DataFrame(rows, columns=table.GENERATION_COLUMNS))
     chosen = best.set_index("criterion").loc["highest goodput at the token bounds"]
     assert chosen["batch_size"] == 16 and chosen["goodput_qps"] == rows[1]["goodput_qps"]
+
+
+@pytest.mark.parametrize(
+    ("serving", "words"),
+    [
+        ({"tpot_ms": 100}, ["tpot_ms"]),
+        ({"ttft_p99_ms": -5}, ["ttft_p99_ms", "-5"]),
+        ({"cells": [{"prompt_length": 1024}]}, ["prompt_length"]),
+    ],
+)
+def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
+    from devicebench.plan.config import ConfigError, check_config, load_config
+
+    config = load_config(REPO / "config" / "config.yaml")
+    config["tasks"]["textgen_llm"]["generate"]["serving"] = serving
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
+    config["tasks"]["textgen_llm"]["generate"]["serving"] = {"cells": [{"prompt_len": 32}]}
+    check_config(config)  # a well-formed block passes
