@@ -30,9 +30,10 @@ def server(**limits) -> ServerProcess:
 
 @pytest.fixture(scope="module")
 def strict():
-    """One stream at a time, 16 prompt tokens, up to 4,000 tokens, cut after 1 s."""
+    """One stream at a time, 16 prompt tokens, up to 4,000 tokens, cut after 1 s; a body must
+    arrive within 1 s of its headers."""
     limits = dict(max_prompt_tokens=16, max_new_tokens=4000, max_streams=1, max_stream_s=1.0)
-    with server(**limits, max_body_bytes=4096) as running:
+    with server(**limits, max_body_bytes=4096, body_timeout_s=1.0) as running:
         yield running
 
 
@@ -68,6 +69,24 @@ def test_hostile_requests_are_refused_before_any_work(strict) -> None:
     assert answer.status_code == 415
     before = strict.stats()
     assert before["ok"] >= 1 and before["rejected_400"] == 5 and before["rejected_413"] == 2
+
+
+def test_a_body_that_does_not_arrive_in_time_gets_408(strict) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(strict.url)
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        head = (
+            "POST /generate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            "content-length: 100\r\n\r\n{"
+        )
+        sock.sendall(head.encode())  # then nothing more
+        answer = b""
+        while b"}" not in answer and (chunk := sock.recv(4096)):
+            answer += chunk
+        answer = answer.decode()
+    assert answer.startswith("HTTP/1.1 408") and "body not received within 1 s" in answer
 
 
 def test_streams_over_the_limit_get_503_and_a_long_stream_is_cut_at_its_time(strict) -> None:
