@@ -31,6 +31,8 @@ def test_settings_default_to_mlperfs_llama_bounds_and_name_unknown_keys() -> Non
         GoodputSettings.from_config({"tpot_ms": 100})
     with pytest.raises(ValueError, match="ttft_p99_ms must be a number above 0"):
         GoodputSettings.from_config({"ttft_p99_ms": 0})
+    with pytest.raises(ValueError, match="max_batch must be a whole number above 0, not 2.5"):
+        GoodputSettings.from_config({"max_batch": 2.5})
 
 
 def model_server(capacity: float, calls: list):

@@ -55,9 +55,12 @@ class GoodputSettings:
             known = sorted(own | searched)
             raise ValueError(f"unknown generate.serving setting(s) {unknown}; known: {known}")
         mine = {key: given.pop(key) for key in own & set(given)}
-        for key in own & set(mine):
-            if not isinstance(mine[key], int | float) or not mine[key] > 0:
-                raise ValueError(f"generate.serving.{key} must be a number above 0")
+        counts = {"max_streams", "max_batch"}  # whole numbers: the server's flags
+        for key, value in mine.items():
+            kind = int if key in counts else int | float
+            if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
+                what = "a whole number" if key in counts else "a number"
+                raise ValueError(f"generate.serving.{key} must be {what} above 0, not {value!r}")
         ttft = float(mine.get("ttft_p99_ms", DEFAULT_TTFT_MS))
         return cls(**mine, slo=SloSettings(p99_bound_ms=ttft, **given))
 
