@@ -47,6 +47,9 @@ def test_h100_blocks_hold_every_cell_once_and_pair_cpu_with_gpu():
             engines = {c.values.get("engine") for c in sibling if c.values["device"] == "cpu"}
             assert engines == {"openvino"}, f"{name}'s sibling has CPU engines {engines}"
             continue
+        if name.endswith("-gpu-serve"):  # a GPU serving search that fills a call by itself
+            assert devices == {"cuda"}
+            continue
         assert devices == {"cpu", "cuda"}, f"block {name} has {devices}: no pair on one machine"
 
 

@@ -3,12 +3,16 @@
 A row holds the token clock (TTFT, TPOT and ITL percentiles), tokens/s (prefill, decode,
 output), the memory-bandwidth bound measured in the cell and the share of it reached, cost per
 million output tokens (hourly price of the cell's device / 3,600 / output tokens/s x 10^6) and
-energy per million output tokens. Quality is the real model's (greedy agreement, perplexity,
-and why a format was left out); random-weight rows say "n/a: random weights".
+energy per million output tokens; where the cell served the model (generation.serving), its
+goodput (the highest Poisson rate meeting the p99 TTFT and TPOT bounds), the output tokens/s and
+cost per million tokens at that rate, or the search's status without a rate. Quality is the real
+model's (greedy agreement, perplexity, and why a format was left out); random-weight rows say
+"n/a: random weights".
 
 Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
 the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
-(any batch), each with its share of the bandwidth bound.
+(any batch), each with its share of the bandwidth bound; and, among cells that served their model,
+the highest goodput (its tokens/s and cost per million tokens at that rate).
 """
 
 from __future__ import annotations
@@ -33,18 +37,23 @@ BOUND = [
     "memory_bandwidth_gbs", "bandwidth_method", "bandwidth_bound_tokens_per_s",
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
+GOODPUT = [
+    "serving_status", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd",
+]  # fmt: skip
 GENERATION_COLUMNS = [
     "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
     "output_len", "status", "message", *CLOCK, *BOUND, "peak_host_mb", "peak_device_mb",
     "joules_per_output_token", "kwh_per_million_tokens", "price_per_hour",
-    "cost_per_million_tokens_usd", "quality", "greedy_agreement", "perplexity",
+    "cost_per_million_tokens_usd", *GOODPUT, "quality", "greedy_agreement", "perplexity",
     "perplexity_fp32", "quality_flag", "weights", "cell_id", "boot_id", "code_version",
 ]  # fmt: skip
 KEYS = ["model", "prompt_len", "output_len", "device_label"]
 BEST_COLUMNS = [
     "criterion", *KEYS, "generator", "precision", "batch_size", "decode_tokens_per_s",
     "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
-    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "cell_id",
+    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "goodput_qps",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "cell_id",
 ]  # fmt: skip
 JOULES_PER_KWH = 3.6e6
 
@@ -86,7 +95,24 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         row["cost_per_million_tokens_usd"] = price / 3600 / rate * 1e6
     if joules:
         row["kwh_per_million_tokens"] = joules * 1e6 / JOULES_PER_KWH
-    return row
+    return row | _goodput(gen.get("serving"), price)
+
+
+def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
+    """The goodput columns of a cell that served its model (none: the cell did not)."""
+    if not serving:
+        return {}
+    rate = serving.get("output_tokens_per_s") if serving.get("goodput_qps") else None
+    return {
+        "serving_status": serving.get("status"),
+        "goodput_qps": serving.get("goodput_qps"),
+        "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
+        "goodput_tpot_p99_s": serving.get("tpot_p99_s"),
+        "goodput_tokens_per_s": rate,
+        "goodput_cost_per_million_tokens_usd": price / 3600 / rate * 1e6
+        if rate and not math.isnan(price)
+        else None,
+    }
 
 
 def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
@@ -117,4 +143,8 @@ def generation_best(table: pd.DataFrame) -> pd.DataFrame:
         if not priced.empty:
             best = priced.loc[priced["cost_per_million_tokens_usd"].astype(float).idxmin()]
             rows.append({"criterion": "cheapest per million output tokens", **best.to_dict()})
+        served = group[pd.to_numeric(group["goodput_qps"], errors="coerce").notna()]
+        if not served.empty:  # cells that served: the highest rate at the token bounds
+            best = served.loc[served["goodput_qps"].astype(float).idxmax()]
+            rows.append({"criterion": "highest goodput at the token bounds", **best.to_dict()})
     return pd.DataFrame(rows, columns=BEST_COLUMNS)

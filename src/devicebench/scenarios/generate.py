@@ -3,7 +3,9 @@
 The workload (textgen_llm) gives the prompts; the cell's generator (engines.generative, axis
 `generator`) loads the model; devicebench.generation measures the memory bandwidth, times the
 batches on the seam's one clock and fills the record's `generation` section (TTFT, TPOT, ITL,
-tokens/s, the bandwidth bound and share), quality (real weights only) and energy.
+tokens/s, the bandwidth bound and share), quality (real weights only) and energy. A cell whose
+`generate` settings have `serving` then serves the model and finds its goodput
+(generation.serving: `generation.serving`); without it nothing more runs.
 """
 
 from __future__ import annotations
@@ -36,10 +38,21 @@ class Generate(Scenario):
         return engine.skip_reason(str(settings["device"]), str(settings["precision"]))
 
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
+        import time
+
         from devicebench.generation.run import run_generate
+        from devicebench.generation.settings import generate_settings
         from devicebench.measure import environment
 
+        started = time.perf_counter()
         result = run_generate(dict(settings), dataset)
+        serving = generate_settings(settings).get("serving")
+        if serving is not None:  # the config asks for the model behind the server
+            from devicebench.generation.serving import run_serving, selected
+
+            if selected(settings, serving):
+                given = (settings, dataset["prompts"], serving, started)
+                result["generation"]["serving"] = run_serving(*given)
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         return result
 

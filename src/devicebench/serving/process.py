@@ -66,10 +66,13 @@ class ServerProcess:
         module: str = "devicebench.serving.app",
         engine_arguments: list[str] | None = None,
         server_arguments: list[str] = (),
+        arguments: list[str] | None = None,
     ):
         """`module` is the server program; `engine_arguments` its own options after the common
         ones (app.add_server_arguments), by default uvicorn's threads, decode workers (each
-        replica's) and replicas (processes behind the port, sharing the threads)."""
+        replica's) and replicas (processes behind the port, sharing the threads). `arguments`
+        replaces all of them (a program with other options: serving.generate_app); --host,
+        --port and --port-file are added."""
         # Without a log path (by hand, tests) the log and port file go to a temporary folder that
         # `stop` removes; a cell's live in its own log folder, which outlasts any kill.
         self._tmp = None if log_path else Path(tempfile.mkdtemp(prefix="devicebench-serve-"))
@@ -99,6 +102,9 @@ class ServerProcess:
             ),
             *server_arguments,  # any further option of the server program, as given
         ]
+        if arguments is not None:
+            where = ("--host", host, "--port", str(port), "--port-file", str(self.port_file))
+            self.command = [sys.executable, "-m", module, *arguments, *where]
         self.process: subprocess.Popen | None = None
         self.url = ""
         self.health: dict[str, Any] = {}

@@ -123,7 +123,7 @@ class Search:
         tried = ", ".join(f"{p['target_qps']:.4g}" for p in self.probes)
         errors = sum(p.get("http_errors") or 0 for p in self.probes)
         said = (
-            f"no rate meets p99 <= {self.s.p99_bound_ms:g} ms: INVALID at {tried} QPS "
+            f"no rate meets {self.bound_text()}: INVALID at {tried} QPS "
             f"(down to min_qps {self.s.min_qps:g}, or max_probes {self.s.max_probes})"
         )
         return said + (f"; {errors} request(s) failed" if errors else "")
@@ -182,7 +182,7 @@ class Search:
         return self._section(
             "not_confirmed",
             f"{failed} of {len(last)} confirming runs INVALID at {last[-1]['target_qps']:.4g} QPS "
-            f"(p99 bound {self.s.p99_bound_ms:g} ms) after {self.s.confirm_attempts} attempt(s)",
+            f"({self.bound_text()}) after {self.s.confirm_attempts} attempt(s)",
             confirm_runs=last,
         )
 
@@ -240,14 +240,27 @@ class Search:
             raise _Failed(f"LoadGen gave no verdict at {qps:.4g} QPS (log: {run.get('log_dir')})")
         run = run | {"phase": phase, "target_qps": qps, "duration_s": seconds}
         (self.probes if phase == "probe" else self.confirms).append(run)
-        p99 = (run.get("latency_ms") or {}).get("p99")
         said = "VALID" if _valid(run) else f"INVALID ({run.get('http_errors') or 0} errors)"
         print(
             f"[devicebench] latency-bound search: {phase} at {qps:.4g} QPS, {said}, "
-            f"p99 {p99 if p99 is None else round(p99, 1)} ms",
+            f"{self.latency_text(run)}",
             flush=True,
         )  # long work shows progress
         return run
+
+    # Hooks for a search over other latencies (generation.serving: LoadGen's token latencies)
+    def bound_text(self) -> str:
+        """The bound a VALID run meets, for the section's messages."""
+        return f"p99 <= {self.s.p99_bound_ms:g} ms"
+
+    def latency_text(self, run: dict[str, Any]) -> str:
+        """A run's latency, for its progress line."""
+        p99 = (run.get("latency_ms") or {}).get("p99")
+        return f"p99 {p99 if p99 is None else round(p99, 1)} ms"
+
+    def brief(self, run: dict[str, Any]) -> dict[str, Any]:
+        """One run as the section keeps it."""
+        return _brief(run)
 
     def _section(self, status: str, message: str, **found: Any) -> dict[str, Any]:
         confirm = found.pop("confirm_runs", [])
@@ -264,8 +277,8 @@ class Search:
             "queries": [run.get("queries") for run in confirm],
             "early_stopping_met": bool(confirm)
             and all(r.get("early_stopping_met") for r in confirm),
-            "probes": [_brief(run) for run in self.probes],
-            "confirms": [_brief(run) for run in self.confirms],
+            "probes": [self.brief(run) for run in self.probes],
+            "confirms": [self.brief(run) for run in self.confirms],
             "search_s": self.clock() - self.started,
             "settings": {f.name: getattr(self.s, f.name) for f in fields(self.s)},
         }

@@ -185,7 +185,13 @@ class TextgenLlm(Workload):
         return too_long(model, int(settings["prompt_len"]), int(settings["output_len"]))
 
     def validate(self, task_settings: dict[str, Any]) -> None:
-        """A prompt/output pair longer than a listed model's positions is a config error."""
+        """A prompt/output pair longer than a listed model's positions, or a `generate.serving`
+        setting the goodput search does not know, is a config error."""
+        serving = (task_settings.get("generate") or {}).get("serving")
+        if serving is not None:
+            from devicebench.generation.serving import GoodputSettings
+
+            GoodputSettings.from_config(serving)
         models = task_settings.get("models", self.spec.models)
         for prompt in task_settings.get("prompt_lens", self.spec.axes["prompt_len"][:1]):
             for output in task_settings.get("output_lens", self.spec.axes["output_len"][:1]):

@@ -1,0 +1,278 @@
+"""Goodput: the highest Poisson rate at which the generate server meets MLPerf's token bounds.
+
+A generate cell whose config has `generate.serving` (config/h100.yaml) starts the cell's model
+behind the generate server (serving.generate_app, its own process) and searches, with LoadGen's
+Server scenario and token latencies (serving.token_loadgen), the highest rate whose p99 time to
+first token <= `ttft_p99_ms` and p99 time per output token <= `tpot_p99_ms` (MLPerf Inference's
+Llama-3.1-8B Server bounds, 2 s and 100 ms, unless set). The search is serving.slo's (bracket,
+bisect, confirm; a VALID run also has no failed stream); the start rate is one stream's (times
+`max_batch`, the streams the server generates together); when one stream alone misses a bound:
+no_rate without a LoadGen run. `cells` selectors (axis -> value), when given, pick the cells
+that serve.
+
+The record's `generation.serving`: `goodput_qps` (the median scheduled rate of the confirming
+runs), their p99 TTFT and TPOT and output tokens/s, every run, and `status`: ok, or what
+happened instead (no_rate, not_confirmed, over_budget, loadgen_failed, server_failed), never a
+made-up rate. Cost per million tokens at that rate is the aggregate's (it knows the prices).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from devicebench.serving.slo import SCHEDULE_SEED, Search, SloSettings
+
+DEFAULT_TTFT_MS = 2000.0  # MLPerf Inference, Llama-3.1-8B, Server scenario: p99 TTFT
+DEFAULT_TPOT_MS = 100.0  # and p99 TPOT
+START_REQUESTS = 3  # one-stream requests that set the search's start rate
+ONE_STREAM_S = 10.0  # no further one-stream request after this long
+
+
+@dataclass(frozen=True)
+class GoodputSettings:
+    """The config's `generate.serving`: the bounds, the server's stream limits, the search's."""
+
+    ttft_p99_ms: float = DEFAULT_TTFT_MS
+    tpot_p99_ms: float = DEFAULT_TPOT_MS
+    max_streams: int = 1024  # the server's open streams (503 beyond); above any rate searched
+    max_stream_s: float = 600.0
+    max_batch: int = 1  # the server's streams generated together (static batching)
+    slo: SloSettings = field(default_factory=lambda: SloSettings(p99_bound_ms=DEFAULT_TTFT_MS))
+
+    @classmethod
+    def from_config(cls, given: Mapping[str, Any] | None) -> GoodputSettings:
+        """From `generate.serving`; ValueError naming an unknown key or a bound not above 0."""
+        given = {k: v for k, v in (given or {}).items() if k != "cells"}  # selected() reads it
+        own = {f.name for f in fields(cls)} - {"slo"}
+        searched = {f.name for f in fields(SloSettings)} - {"p99_bound_ms"}
+        unknown = sorted(set(given) - own - searched)
+        if unknown:
+            known = sorted(own | searched)
+            raise ValueError(f"unknown generate.serving setting(s) {unknown}; known: {known}")
+        mine = {key: given.pop(key) for key in own & set(given)}
+        counts = {"max_streams", "max_batch"}  # whole numbers: the server's flags
+        for key, value in mine.items():
+            kind = int if key in counts else int | float
+            if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
+                what = "a whole number" if key in counts else "a number"
+                raise ValueError(f"generate.serving.{key} must be {what} above 0, not {value!r}")
+        ttft = float(mine.get("ttft_p99_ms", DEFAULT_TTFT_MS))
+        return cls(**mine, slo=SloSettings(p99_bound_ms=ttft, **given))
+
+
+class TokenSearch(Search):
+    """serving.slo's search, a run VALID when its p99 TTFT and TPOT meet their bounds."""
+
+    def __init__(self, settings: GoodputSettings, runner, clock=time.monotonic) -> None:
+        super().__init__(settings.slo, runner, clock)
+        self.goodput = settings
+
+    def bound_text(self) -> str:
+        g = self.goodput
+        return f"p99 TTFT <= {g.ttft_p99_ms:g} ms and p99 TPOT <= {g.tpot_p99_ms:g} ms"
+
+    def latency_text(self, run: dict[str, Any]) -> str:
+        ttft, tpot = _p99(run, "ttft_ms"), _p99(run, "tpot_ms")
+        return f"p99 TTFT {_round(ttft)} ms, p99 TPOT {_round(tpot)} ms"
+
+    def brief(self, run: dict[str, Any]) -> dict[str, Any]:
+        return super().brief(run) | {
+            "ttft_p99_ms": _p99(run, "ttft_ms"),
+            "tpot_p99_ms": _p99(run, "tpot_ms"),
+            "ttft_p50_ms": (run.get("ttft_ms") or {}).get("p50"),
+            "tpot_p50_ms": (run.get("tpot_ms") or {}).get("p50"),
+            "output_tokens_per_s": run.get("output_tokens_per_s"),
+            "errors_by_kind": run.get("errors_by_kind"),
+        }
+
+
+def _p99(run: dict[str, Any], key: str) -> float | None:
+    return (run.get(key) or {}).get("p99")
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def goodput_section(found: dict[str, Any], settings: GoodputSettings) -> dict[str, Any]:
+    """The record's `generation.serving` from the search's section: at the goodput rate, the
+    confirming runs' medians (p99 TTFT and TPOT, output tokens/s); none without a rate."""
+    ok = found["status"] == "ok"
+    confirming = found["confirms"][-found["runs"] :] if ok and found["runs"] else []
+
+    def median(key: str, scale: float = 1.0) -> float | None:
+        values = [run[key] for run in confirming if run.get(key) is not None]
+        return statistics.median(values) * scale if values else None
+
+    own = {f.name: getattr(settings, f.name) for f in fields(settings) if f.name != "slo"}
+    return (
+        {
+            "status": found["status"],
+            "message": found["message"],
+            "goodput_qps": found["max_valid_qps"] if ok else None,
+            "ttft_bound_s": settings.ttft_p99_ms / 1e3,
+            "tpot_bound_s": settings.tpot_p99_ms / 1e3,
+            "ttft_p99_s": median("ttft_p99_ms", 1e-3),
+            "tpot_p99_s": median("tpot_p99_ms", 1e-3),
+            "output_tokens_per_s": median("output_tokens_per_s"),
+        }
+        | {key: found[key] for key in _KEPT}
+        | {"settings": found["settings"] | own}
+    )
+
+
+_KEPT = ("runs", "run_qps", "confirmed_at_qps", "probe_qps", "queries", "early_stopping_met")
+_KEPT += ("probes", "confirms", "search_s")
+
+
+def failed_section(status: str, message: str, settings: GoodputSettings) -> dict[str, Any]:
+    """A section without a search (the server did not start): no rate, the reason."""
+    found = {"status": status, "message": message, "max_valid_qps": None, "confirms": []}
+    found |= {key: None for key in _KEPT} | {"runs": 0, "probes": [], "confirms": []}
+    found["settings"] = {f.name: getattr(settings.slo, f.name) for f in fields(settings.slo)}
+    return goodput_section(found, settings)
+
+
+def token_runner(url: str, payloads: list[bytes], tokens: int, log_dir: Path, s: GoodputSettings):
+    """serving.slo's Runner: LoadGen Server runs with token latencies against `url`."""
+    from devicebench.serving import token_loadgen
+
+    def run(qps: float, seconds: float, queries: int, number: int) -> dict[str, Any]:
+        return token_loadgen.run_server(
+            url, payloads, log_dir / f"run-{number}", tokens=tokens, target_qps=qps,
+            min_duration_s=seconds, min_queries=queries, ttft_ms=s.ttft_p99_ms,
+            tpot_ms=s.tpot_p99_ms, max_connections=s.slo.connections,
+            schedule_seed=SCHEDULE_SEED + number,
+        )  # fmt: skip
+
+    return run
+
+
+def one_stream(url: str, payload: bytes, requests: int = START_REQUESTS) -> dict[str, float]:
+    """One stream at a time, `requests` in turn (fewer past ONE_STREAM_S): the medians of its
+    requests/s, TTFT and TPOT."""
+    import httpx
+
+    whole, first, per_token = [], [], []
+    headers = {"content-type": "application/json"}
+    began = time.perf_counter()
+    for _ in range(requests):
+        if whole and time.perf_counter() - began > ONE_STREAM_S:
+            break  # a slow model: its first requests say enough
+        started = time.perf_counter()
+        marks = []
+        with httpx.stream("POST", url, content=payload, headers=headers, timeout=600.0) as answer:
+            answer.raise_for_status()
+            for line in answer.iter_lines():
+                if '"token"' in line:
+                    marks.append(time.perf_counter() - started)
+        whole.append(time.perf_counter() - started)
+        first.append(marks[0])
+        if len(marks) > 1:
+            per_token.append((marks[-1] - marks[0]) / (len(marks) - 1))
+    return {
+        "qps": 1.0 / statistics.median(whole),
+        "ttft_s": statistics.median(first),
+        "tpot_s": statistics.median(per_token) if per_token else 0.0,
+    }
+
+
+def over_alone(alone: dict[str, float], s: GoodputSettings) -> str | None:
+    """Why no rate can meet the bounds when one stream alone misses one (medians of a few
+    requests; under load a stream waits its turn, so its latencies only grow), or None."""
+    for key, bound in (("ttft_s", s.ttft_p99_ms), ("tpot_s", s.tpot_p99_ms)):
+        if alone[key] * 1e3 > bound:
+            name = key.removesuffix("_s").upper()
+            return (
+                f"one stream alone: median {name} {alone[key] * 1e3:.4g} ms over the "
+                f"{bound:g} ms bound (one stream at a time): no rate can meet it"
+            )
+    return None
+
+
+def selected(settings: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether `generate.serving` serves this cell: one of its `cells` selectors (axis ->
+    value, as in `exclude`) picks it, or it has none."""
+    rules = given.get("cells")
+    if not rules:
+        return True
+    return any(all(settings.get(k) == v for k, v in rule.items()) for rule in rules)
+
+
+def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> list[str]:
+    """The generate server's options for this cell: its model, engine and bounds."""
+    prompt, output = int(settings["prompt_len"]), int(settings["output_len"])
+    return [
+        *("--model", str(settings["model"]), "--generator", str(settings["generator"])),
+        *("--device", str(settings["device"]), "--precision", str(settings["precision"])),
+        *("--seed", str(settings["seed"]), "--threads", str(settings.get("threads_resolved", 0))),
+        *("--max-prompt-tokens", str(prompt), "--max-new-tokens", str(output)),
+        *("--max-streams", str(goodput.max_streams), "--max-stream-s", str(goodput.max_stream_s)),
+        *("--max-batch", str(goodput.max_batch)),
+    ]
+
+
+def run_serving(
+    settings: Mapping[str, Any], prompts, given: Mapping[str, Any], started: float
+) -> dict[str, Any]:
+    """The `generation.serving` section of one generate cell: the server started, the search
+    run within what is left of the cell's time limit, the server stopped."""
+    from devicebench.serving.process import ServerFailed, ServerProcess
+    from devicebench.serving.token_loadgen import prompt_payloads
+
+    _free_device(str(settings["device"]))  # the server loads its own copy of the model
+    options = dict(given)
+    if timeout := settings.get("timeout_s"):  # a minute kept for the server's stop and the record
+        left = max(float(timeout) - (time.perf_counter() - started) - 60.0, 0.0)
+        options["budget_s"] = min(float(options.get("budget_s", left)), left)
+    goodput = GoodputSettings.from_config(options)
+    log_dir = Path(settings.get("log_dir") or "generate-logs") / "serving"
+    tokens = int(settings["output_len"])
+    payloads = prompt_payloads(prompts, tokens)
+    server = ServerProcess(
+        framework="torch", model=str(settings["model"]), module="devicebench.serving.generate_app",
+        arguments=server_arguments(settings, goodput), log_path=log_dir / "server.log",
+        startup_timeout_s=600.0,
+    )  # fmt: skip
+    try:
+        server.start()
+    except ServerFailed as failed:
+        return failed_section("server_failed", str(failed), goodput)
+    try:
+        url = f"{server.url}/generate"
+        import httpx
+
+        try:
+            alone = one_stream(url, payloads[0])
+        except (OSError, httpx.HTTPError, IndexError) as error:  # no stream came back whole
+            return failed_section("server_failed", f"one stream failed: {error!r}", goodput)
+        print(f"[generate] serving: one stream {alone}; {goodput.slo}", flush=True)
+        if why := over_alone(alone, goodput):
+            section = failed_section("no_rate", why, goodput)
+        else:
+            runner = token_runner(url, payloads, tokens, log_dir / "loadgen", goodput)
+            start = alone["qps"] * goodput.max_batch
+            section = goodput_section(TokenSearch(goodput, runner).run(start), goodput)
+        section["one_stream"] = alone
+        section["server"] = server.health | {"counts": server.stats(), "log": str(server.log_path)}
+    finally:
+        server.stop()
+    print(f"[generate] serving: {section['status']}, goodput {section['goodput_qps']} QPS; "
+          f"{section['message']}", flush=True)  # fmt: skip
+    return section
+
+
+def _free_device(device: str) -> None:
+    """The cell's own model is gone (run_generate returned): its cached GPU memory too."""
+    if device == "cuda":
+        import gc
+
+        import torch
+
+        gc.collect()
+        torch.cuda.empty_cache()

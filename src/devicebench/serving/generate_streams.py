@@ -1,0 +1,161 @@
+"""The generate server's streams: each request's tokens handed from the one model thread to its
+response as they come, waiting streams of one shape generated together (static batching), each
+cut between two tokens when over its time or when its client left."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from devicebench.serving.http_limits import refused
+
+if TYPE_CHECKING:
+    from devicebench.serving.generate_app import Limits
+
+
+class Stopped(Exception):
+    """A stream cut between two tokens: over its time, or its client left."""
+
+
+class Stream:
+    """One request's tokens, handed from the model's thread to the response as they come."""
+
+    def __init__(self, prompt: list[int], max_tokens: int, deadline: float, loop) -> None:
+        self.prompt, self.max_tokens, self.deadline, self.loop = prompt, max_tokens, deadline, loop
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.left = threading.Event()  # the response is over (sent, or its client left)
+        self.ended = False  # its last line is queued (the model's thread alone sets it)
+
+    def put(self, kind: str, value: Any) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+
+    def check(self, limit_s: float) -> None:
+        if self.left.is_set():
+            raise Stopped("client left")
+        if time.monotonic() > self.deadline:
+            raise Stopped(f"stream over its {limit_s:g} s limit")
+
+    async def lines(self):
+        sent = 0
+        try:
+            while True:
+                kind, value = await self.queue.get()
+                if kind == "token":
+                    sent += 1
+                    yield json.dumps({"token": value}) + "\n"
+                elif kind == "done":
+                    yield json.dumps({"done": True, "tokens": sent}) + "\n"
+                    return
+                else:
+                    yield json.dumps({"error": value, "tokens": sent}) + "\n"
+                    return
+        finally:
+            self.left.set()  # the model's thread stops at its next token
+
+
+class Streams:
+    """The open streams (at most `max_streams`) and the one model thread generating them, up to
+    `max_batch` at once: streams waiting with the same prompt length and tokens asked start
+    together (static batching: a batch runs to its end before the next starts). A generator
+    with fixed shapes (CUDA graphs: `static`) gets every batch padded to `max_batch`."""
+
+    def __init__(self, generator: Any, limits: Limits, counts: dict[str, int]) -> None:
+        self.generator, self.limits, self.counts = generator, limits, counts
+        self.pad = bool(getattr(generator, "static", False))
+        self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
+        self.lock = threading.Lock()
+        self.open_streams = 0
+        self.waiting: list[Stream] = []
+
+    def open(self, prompt: list[int], max_tokens: int) -> Stream | None:
+        """A stream, its generation queued on the model's thread; None when `max_streams` are
+        open."""
+        deadline = time.monotonic() + self.limits.max_stream_s
+        stream = Stream(prompt, max_tokens, deadline, asyncio.get_running_loop())
+        with self.lock:
+            if self.open_streams >= self.limits.max_streams:
+                return None
+            self.open_streams += 1
+            self.waiting.append(stream)
+        self.model_thread.submit(self._next_batch)  # one job per stream: none is left waiting
+        return stream
+
+    def _take(self) -> list[Stream]:
+        """The oldest waiting stream and those that can share its batch."""
+        with self.lock:
+            if not self.waiting:
+                return []
+            first = self.waiting[0]
+            shape = (len(first.prompt), first.max_tokens)
+            batch = [s for s in self.waiting if (len(s.prompt), s.max_tokens) == shape]
+            batch = batch[: self.limits.max_batch]
+            self.waiting = [s for s in self.waiting if all(s is not b for b in batch)]
+            return batch
+
+    def _next_batch(self) -> None:
+        batch = self._take()
+        try:
+            self._generate([s for s in batch if self._going(s)])
+        finally:
+            with self.lock:
+                self.open_streams -= len(batch)
+
+    def _going(self, stream: Stream) -> bool:
+        """Whether the stream still wants tokens; if not, its last line says why."""
+        if stream.ended:
+            return False
+        try:
+            stream.check(self.limits.max_stream_s)
+            return True
+        except Stopped as why:
+            stream.ended = True
+            self.counts["cut"] += 1
+            stream.put("error", str(why))
+            return False
+
+    def _send(self, batch: list[Stream], tokens) -> None:
+        for stream, token in zip(batch, tokens, strict=False):  # padding rows: no stream
+            if not stream.ended:
+                stream.put("token", int(token))
+                self._going(stream)
+
+    def _generate(self, batch: list[Stream]) -> None:
+        """Prefill, then decode step by step, each token handed over as it reaches the host."""
+        if not batch:
+            return
+        self.counts["batches"] += 1
+        self.counts["largest_batch"] = max(self.counts["largest_batch"], len(batch))
+        prompts = [s.prompt for s in batch]
+        if self.pad:
+            prompts += [prompts[0]] * (self.limits.max_batch - len(prompts))
+        try:
+            prefilled = self.generator.prefill(prompts)
+            self._send(batch, prefilled.first_tokens)
+
+            def on_token(tokens) -> None:
+                self._send(batch, tokens)
+                if all(s.ended for s in batch):
+                    raise Stopped("every stream of the batch ended")
+
+            if batch[0].max_tokens > 1:
+                self.generator.decode(prefilled, batch[0].max_tokens, on_token)
+        except Stopped:
+            return  # each stream's last line is out
+        except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
+            said = f"generation failed: {type(error).__name__}: {error}"
+            refused("stream", None, said)
+            for stream in batch:
+                if not stream.ended:
+                    stream.ended = True
+                    self.counts["failed"] += 1
+                    stream.put("error", said)
+            return
+        for stream in batch:
+            if not stream.ended:
+                stream.ended = True
+                self.counts["ok"] += 1
+                stream.put("done", None)

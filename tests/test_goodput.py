@@ -1,0 +1,184 @@
+"""Goodput's settings, its search over token latencies (serving.slo's, with a runner that models
+a server whose TTFT and TPOT grow with the offered rate), the record section and the generation
+table's goodput columns."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import REPO
+
+from devicebench.aggregate import generation as table
+from devicebench.generation.serving import (
+    GoodputSettings,
+    TokenSearch,
+    failed_section,
+    goodput_section,
+    over_alone,
+    selected,
+)
+
+TOKENS = 16
+
+
+def test_settings_default_to_mlperfs_llama_bounds_and_name_unknown_keys() -> None:
+    s = GoodputSettings.from_config({})
+    assert (s.ttft_p99_ms, s.tpot_p99_ms) == (2000.0, 100.0)
+    s = GoodputSettings.from_config({"ttft_p99_ms": 500, "tpot_p99_ms": 20, "probe_s": 3})
+    assert s.slo.p99_bound_ms == 500 and s.slo.probe_s == 3 and s.tpot_p99_ms == 20
+    with pytest.raises(ValueError, match=r"unknown generate.serving setting\(s\) \['tpot_ms'\]"):
+        GoodputSettings.from_config({"tpot_ms": 100})
+    with pytest.raises(ValueError, match="ttft_p99_ms must be a number above 0"):
+        GoodputSettings.from_config({"ttft_p99_ms": 0})
+    with pytest.raises(ValueError, match="max_batch must be a whole number above 0, not 2.5"):
+        GoodputSettings.from_config({"max_batch": 2.5})
+
+
+def model_server(capacity: float, calls: list):
+    """A runner for a server of `capacity` requests/s: TTFT and TPOT rise as the offered rate
+    nears it and pass their bounds beyond it; LoadGen's verdict follows both bounds."""
+
+    def run(qps: float, seconds: float, queries: int, number: int) -> dict:
+        calls.append(qps)
+        load = qps / capacity
+        ttft, tpot = 50.0 * load / max(1e-3, 1 - load) if load < 1 else 10_000.0, 10 * load
+        if load >= 1:
+            tpot = 400.0
+        valid = ttft <= 2000 and tpot <= 100
+        return {
+            "valid": valid, "validity": "VALID" if valid else "INVALID", "queries": queries,
+            "scheduled_qps": qps * 0.99, "early_stopping_met": True, "http_errors": 0,
+            "latency_ms": {"p99": ttft + tpot * (TOKENS - 1)},
+            "ttft_ms": {"p50": ttft / 2, "p99": ttft}, "tpot_ms": {"p50": tpot / 2, "p99": tpot},
+            "output_tokens_per_s": qps * 0.99 * TOKENS,
+        }  # fmt: skip
+
+    return run
+
+
+def _settings(**given) -> GoodputSettings:
+    base = {"probe_s": 1.0, "confirm_s": 1.0, "confirm_runs": 3, "min_qps": 0.5}
+    return GoodputSettings.from_config(base | given)
+
+
+def test_search_finds_the_highest_rate_meeting_both_token_bounds() -> None:
+    calls: list[float] = []
+    s = _settings()
+    found = TokenSearch(s, model_server(20.0, calls), clock=lambda: 0.0).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "ok", section["message"]
+    # the rate where TTFT reaches 2 s: 50 x/(1-x) = 2000 -> x = 40/41 of 20/s
+    assert 15.0 <= section["goodput_qps"] <= 20.0 * 40 / 41
+    assert section["goodput_qps"] == pytest.approx(section["confirmed_at_qps"] * 0.99)
+    assert section["ttft_p99_s"] <= 2.0 and section["tpot_p99_s"] <= 0.1
+    assert section["output_tokens_per_s"] == pytest.approx(section["goodput_qps"] * TOKENS)
+    assert section["runs"] == 3 and section["early_stopping_met"] is True
+    assert any(not p["valid"] for p in section["probes"])  # it bracketed
+    assert all("ttft_p99_ms" in p and "tpot_p99_ms" in p for p in section["probes"])
+    assert section["ttft_bound_s"] == 2.0 and section["tpot_bound_s"] == 0.1
+
+
+def test_no_rate_and_a_loadgen_failure_give_no_rate_and_say_why() -> None:
+    s = _settings(min_qps=2.0)
+    found = TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "no_rate" and section["goodput_qps"] is None
+    assert "p99 TTFT <= 2000 ms and p99 TPOT <= 100 ms" in section["message"]
+    assert section["ttft_p99_s"] is None and section["output_tokens_per_s"] is None
+
+    def broken(*_args):
+        raise RuntimeError("LoadGen exploded")
+
+    section = goodput_section(TokenSearch(s, broken, clock=lambda: 0.0).run(4.0), s)
+    assert section["status"] == "loadgen_failed" and section["goodput_qps"] is None
+    assert "LoadGen exploded" in section["message"]
+    section = failed_section("server_failed", "server exited 1", s)
+    assert section["goodput_qps"] is None and section["runs"] == 0
+
+
+def _record(serving: dict | None) -> dict:
+    gen = {"output_tokens_per_s": 500.0} | ({"serving": serving} if serving else {})
+    axes = {"task": "textgen_llm", "model": "llama-tiny", "device": "cpu", "threads": 2}
+    return {"axes": axes | {"mode": "generate"}, "generation": gen, "status": "ok"}
+
+
+def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
+    prices = {"cpu": {"per_vcpu_hour": 0.05}}
+    s = _settings()
+    found = TokenSearch(s, model_server(20.0, []), clock=lambda: 0.0).run(4.0)
+    served = goodput_section(found, s)
+    row = table._row(_record(served), prices)
+    assert row["serving_status"] == "ok" and row["goodput_qps"] == served["goodput_qps"]
+    assert row["goodput_tokens_per_s"] == served["output_tokens_per_s"]
+    hourly = 0.05 * 2
+    assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(
+        hourly / 3600 / served["output_tokens_per_s"] * 1e6
+    )
+    assert row["goodput_ttft_p99_s"] == served["ttft_p99_s"]
+    # no rate: the status, no figure
+    s = _settings(min_qps=2.0)
+    none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
+    row = table._row(_record(none), prices)
+    assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
+    assert row["goodput_cost_per_million_tokens_usd"] is None
+    # a cell that did not serve: no goodput column filled
+    row = table._row(_record(None), prices)
+    assert not any(key in row for key in table.GOODPUT)
+    assert set(table.GOODPUT) <= set(table.GENERATION_COLUMNS)
+    assert not math.isnan(row["cost_per_million_tokens_usd"])
+
+
+def test_one_stream_over_a_bound_means_no_rate_without_loadgen() -> None:
+    s = GoodputSettings.from_config({"tpot_p99_ms": 100})
+    assert over_alone({"qps": 0.2, "ttft_s": 0.3, "tpot_s": 0.09}, s) is None
+    why = over_alone({"qps": 0.02, "ttft_s": 0.3, "tpot_s": 0.31}, s)
+    assert why is not None and "median TPOT 310 ms over the 100 ms bound" in why
+    assert "median TTFT 2500 ms" in over_alone({"qps": 0.1, "ttft_s": 2.5, "tpot_s": 0.0}, s)
+
+
+def test_cells_selectors_pick_the_cells_that_serve() -> None:
+    cell = {"model": "llama-8b", "device": "cpu", "prompt_len": 1024, "batch_size": 1}
+    assert selected(cell, {})  # no selectors: every cell of the task
+    given = {"cells": [{"prompt_len": 1024, "device": "cuda"}, {"model": "llama-1b"}]}
+    assert not selected(cell, given)
+    assert selected(cell | {"device": "cuda"}, given)
+    assert GoodputSettings.from_config(given) == GoodputSettings.from_config({})
+
+
+def test_the_best_rows_take_the_highest_goodput_among_cells_that_served() -> None:
+    import pandas as pd
+
+    prices = {"cpu": {"per_vcpu_hour": 0.05}}
+    rows = []
+    for capacity, batch in ((20.0, 1), (40.0, 16)):
+        s = _settings()
+        found = goodput_section(TokenSearch(s, model_server(capacity, []), lambda: 0.0).run(4), s)
+        record = _record(found)
+        record["axes"] |= {"batch_size": batch, "prompt_len": 1024, "output_len": 128}
+        rows.append(table._row(record, prices) | {"quality": "n/a: random weights"})
+    rows.append(table._row(_record(None), prices) | {"quality": "n/a: random weights"})
+    best = table.generation_best(pd.DataFrame(rows, columns=table.GENERATION_COLUMNS))
+    chosen = best.set_index("criterion").loc["highest goodput at the token bounds"]
+    assert chosen["batch_size"] == 16 and chosen["goodput_qps"] == rows[1]["goodput_qps"]
+
+
+@pytest.mark.parametrize(
+    ("serving", "words"),
+    [
+        ({"tpot_ms": 100}, ["tpot_ms"]),
+        ({"ttft_p99_ms": -5}, ["ttft_p99_ms", "-5"]),
+        ({"cells": [{"prompt_length": 1024}]}, ["prompt_length"]),
+    ],
+)
+def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
+    from devicebench.plan.config import ConfigError, check_config, load_config
+
+    config = load_config(REPO / "config" / "config.yaml")
+    config["tasks"]["textgen_llm"]["generate"]["serving"] = serving
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    for word in words:
+        assert word in str(caught.value), str(caught.value)
+    config["tasks"]["textgen_llm"]["generate"]["serving"] = {"cells": [{"prompt_len": 32}]}
+    check_config(config)  # a well-formed block passes
