@@ -37,6 +37,7 @@ FAST_MODULES = frozenset(
         "test_format_reference",
         "test_generation",
         "test_generator",
+        "test_goodput",
         "test_grid",
         "test_jpeg_cost",
         "test_malformed_records",
