@@ -199,7 +199,7 @@ def test_engines_add_cells_and_keep_the_in_process_ids(tiny_config):
     ("change", "key"),
     [
         ({"engines": ["tensorrt"]}, "engines"),
-        ({"precisions": ["int4"]}, "precisions"),
+        ({"precisions": ["fp6"]}, "precisions"),  # int4 is a format now (LLM weight-only)
     ],
 )
 def test_an_unknown_engine_or_format_is_a_config_error(tiny_config, change, key):
