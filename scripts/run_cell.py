@@ -148,7 +148,12 @@ def _typed(text: str) -> Any:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
-    return value if isinstance(value, int | float | dict | list) or value is None else text
+    if isinstance(value, int | float | dict | list) or value is None:
+        return value
+    try:  # what YAML leaves as text: nan, inf, 1e3 (SpecError below if not finite)
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _prefix(config_key: str) -> str:

@@ -50,6 +50,9 @@ def test_a_setting_left_out_stays_out() -> None:
         ({"axes": {"batch_size": "8"}}, "axes.batch_size: '8' is not int"),
         ({"engine_options": {"openvino": {}}}, "engine_options: engine inprocess owns no"),
         ({"extra": 1}, "cell spec key extra: no such key"),
+        ({"run": {"timeout_s": float("nan")}}, "run.timeout_s: must be a finite number"),
+        ({"run": {"learning_rate": float("inf")}}, "run.learning_rate: must be a finite"),
+        ({"run": {"noise_cov": float("-inf")}}, "run.noise_cov: must be a finite number"),
     ],
 )
 def test_a_bad_spec_names_its_key(change: dict, named: str) -> None:
@@ -67,6 +70,8 @@ def test_an_option_the_engine_does_not_own_is_named() -> None:
         make_cell(VALUES, {"engine": "openvino"}, RUN | {"engine_turbo": 1})
     with pytest.raises(SpecError, match="requests: a whole number"):
         make_cell(VALUES, {"engine": "openvino"}, RUN | {"engine_requests": 0})
+    with pytest.raises(SpecError, match="stream_interval_s: must be a finite number"):
+        make_cell(VALUES, {"engine": "spark"}, RUN | {"spark_stream_interval_s": float("nan")})
 
 
 def test_missing_axes_and_non_json_are_named() -> None:

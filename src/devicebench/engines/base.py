@@ -8,6 +8,7 @@ long it took goes into ``Loaded.info``.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -111,6 +112,9 @@ class EngineOptions:
                 f"engine {cls.ENGINE} has no option {', '.join(map(repr, unknown))}; "
                 f"its options: {', '.join(owned)}"
             )
+        bad = [k for k, v in given.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"{bad[0]}: must be a finite number (got {given[bad[0]]})")
         return cls(**given)
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ def _check(key: str, value: Any, types: tuple[type, ...], least: float | None) -
     if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         wanted = " or ".join(t.__name__ for t in types)
         raise SpecError(f"cell spec key {key}: {value!r} is not {wanted}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"cell spec key {key}: must be a finite number (got {value})")
     if least is not None and isinstance(value, int | float) and value < least:
         raise SpecError(f"cell spec key {key}: must be at least {least:g} (got {value})")
 
