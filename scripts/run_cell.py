@@ -119,14 +119,15 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
     run |= {k: study[k] for k in ("repetitions", "warmup_steps", "seed", "timeout_s")}
     run |= {k: study[k] for k in ("noise_cov", "min_repetition_s")}
     extra = {axis: allowed[0] for axis, allowed in spec.axes.items()}
+    options: dict[str, dict[str, Any]] = {}
     for name, value in given.items():
         if name in AXES:
             values[name] = value
         elif name in RUN_TYPES:
             run[name] = value
         elif "." in name:  # an engine's option: openvino.hint=THROUGHPUT
-            engine, option = name.split(".", 1)
-            run[f"{_prefix(engine)}{option}"] = value
+            config_key, option = name.split(".", 1)
+            options.setdefault(config_key, {})[option] = value
         elif name in spec.axes or name in SCALE_AXES:  # the task's own (lstm_kernel), engine
             extra[name] = value
         else:
@@ -137,7 +138,7 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
             import json
 
             run[key] = json.dumps(run[key], sort_keys=True)
-    return make_cell(values, extra, run)
+    return make_cell(values, extra, run, _engine_options(options, extra.get("engine")))
 
 
 def _typed(text: str) -> Any:
@@ -156,15 +157,18 @@ def _typed(text: str) -> Any:
         return text
 
 
-def _prefix(config_key: str) -> str:
-    from devicebench.engines import OPTIONS, options_class
+def _engine_options(given: dict[str, dict[str, Any]], engine: Any) -> dict[str, Any] | None:
+    """The options of `engine` from ``CONFIG_KEY.option=VALUE`` terms, by the engine's own
+    names; SpecError naming a config key no engine owns, or one of another engine."""
+    from devicebench.engines import IN_PROCESS, OPTIONS, options_class
 
-    owners = [options_class(engine) for engine in OPTIONS]
-    for owner in owners:
-        if owner.CONFIG_KEY == config_key:
-            return owner.PREFIX
-    keys = sorted({owner.CONFIG_KEY for owner in owners})
-    raise SpecError(f"{config_key}.*: no engine has options under it; known: {', '.join(keys)}")
+    keys = sorted({options_class(name).CONFIG_KEY for name in OPTIONS})
+    if unknown := sorted(set(given) - set(keys)):
+        raise SpecError(f"{unknown[0]}.*: no engine has options under it; known: {', '.join(keys)}")
+    owner = options_class(engine)
+    if others := sorted(set(given) - {owner and owner.CONFIG_KEY}):
+        raise SpecError(f"{others[0]}.*: engine {engine or IN_PROCESS} owns no such options")
+    return given.get(owner.CONFIG_KEY) if owner else None
 
 
 def build_spec(args: argparse.Namespace) -> CellSpec:

@@ -98,8 +98,7 @@ class EngineBackend:
             precision=precision,
             threads=int(self.settings["threads_resolved"]),
             device=str(self.settings["device"]),
-            hint=str(self.settings.get("engine_hint", "LATENCY")),
-            requests=self.settings.get("engine_requests"),
+            engine=owner.of(self.settings) if (owner := engines.options_class(self.axis)) else None,
             calibration=calibration,
             convolutional=is_convolutional(view.model),
         )
