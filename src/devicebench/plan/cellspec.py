@@ -121,8 +121,7 @@ class CellSpec:
 
         found = [scenarios.get(name) for name in scenarios.names()]
         modes = sorted({scenario.MODE for scenario in found})
-        owned = {k: v for s in found if s.MODE == values["mode"] for k, v in s.SETTINGS.items()}
-        run_types = RUN_TYPES | owned  # the scenario's own settings too
+        run_types = RUN_TYPES | scenarios.settings_of(values["mode"])  # the scenario's own too
         if values["mode"] not in modes:
             raise SpecError(
                 f"cell spec key axes.mode: no scenario measures {values['mode']!r}; "

@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any
 
+from devicebench import scenarios
 from devicebench.engines import ENGINE_FORMATS, IN_PROCESS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
@@ -101,6 +102,8 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
                 mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
+            if settings.get("quality") is False and "quality" in scenarios.settings_of(mode):
+                mode_run = mode_run | {"quality": False}
             packed = copies_axes(study, task, settings, device, threads, mode)
             compiled = compiled_axes(task, settings, spec.axes, values)
             for (scale, more), copies, compile_ in itertools.product(
