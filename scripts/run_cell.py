@@ -90,6 +90,7 @@ def spec_of_cell(cell_id: str, files: list[Path]) -> CellSpec:
 
 def spec_by_hand(terms: list[str]) -> CellSpec:
     """A spec from NAME=VALUE terms, the task's and the default config's values filling in."""
+    from devicebench import scenarios
     from devicebench.plan.cellspec import AXES, RUN_TYPES
     from devicebench.plan.grid import make_cell
     from devicebench.workloads import get
@@ -119,11 +120,12 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
     run |= {k: study[k] for k in ("repetitions", "warmup_steps", "seed", "timeout_s")}
     run |= {k: study[k] for k in ("noise_cov", "min_repetition_s")}
     extra = {axis: allowed[0] for axis, allowed in spec.axes.items()}
+    owned = {k for n in scenarios.names() for k in scenarios.get(n).SETTINGS}  # the spec checks
     options: dict[str, dict[str, Any]] = {}
     for name, value in given.items():
         if name in AXES:
             values[name] = value
-        elif name in RUN_TYPES:
+        elif name in RUN_TYPES or name in owned:  # a scenario's own: quality=false (infer)
             run[name] = value
         elif "." in name:  # an engine's option: openvino.hint=THROUGHPUT
             config_key, option = name.split(".", 1)
@@ -131,7 +133,7 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
         elif name in spec.axes or name in SCALE_AXES:  # the task's own (lstm_kernel), engine
             extra[name] = value
         else:
-            known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES])
+            known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES, *sorted(owned)])
             raise SpecError(f"cell spec key {name}: no axis or run setting of a cell; {known}")
     for key in ("serve", "generate"):  # JSON settings, as the grid writes them
         if isinstance(run.get(key), dict | list):
