@@ -94,11 +94,8 @@ def cell_settings(model: str, variant: tuple, args: argparse.Namespace, data: Pa
         "noise_cov": 0.1,
         "min_repetition_s": args.min_s,
     }
-    if hint:
-        settings["engine_hint"] = hint
-    if requests:
-        settings["engine_requests"] = requests
-    cell = make_cell(values, extra, settings)
+    options = {"hint": hint, "requests": requests} if hint or requests else None
+    cell = make_cell(values, extra, settings, options)
     runner = {"runner": "cell_vs_bare.py", "threads_resolved": args.threads, "data": str(data)}
     return cell.run_settings() | runner
 
@@ -129,8 +126,7 @@ def bare(settings: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     options = LoadOptions(
         precision=precision,
         threads=args.threads,
-        hint=str(settings.get("engine_hint", "LATENCY")),
-        requests=settings.get("engine_requests"),
+        engine=owner.of(settings) if (owner := engines.options_class(settings["engine"])) else None,
         calibration=calibration,
         convolutional=is_convolutional(view.model),
     )

@@ -40,6 +40,7 @@ from devicebench.engines.agreement import agreement, top1  # noqa: E402
 from devicebench.engines.base import LoadOptions  # noqa: E402
 from devicebench.engines.cell import is_convolutional  # noqa: E402
 from devicebench.engines.cpu_features import cpu_features  # noqa: E402
+from devicebench.engines.openvino_engine import OpenVINOOptions  # noqa: E402
 
 # (engine, format, openvino hint); torch compiled is added by --compile.
 VARIANTS = [
@@ -190,7 +191,7 @@ def run_model(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             options = LoadOptions(
                 precision=fmt,
                 threads=args.threads,
-                hint=hint or "LATENCY",
+                engine=OpenVINOOptions(hint=hint) if engine == "openvino" else None,
                 calibration=calibration if fmt == "int8" else None,
                 convolutional=is_convolutional(model),
                 compile=compiled,

@@ -90,6 +90,7 @@ def spec_of_cell(cell_id: str, files: list[Path]) -> CellSpec:
 
 def spec_by_hand(terms: list[str]) -> CellSpec:
     """A spec from NAME=VALUE terms, the task's and the default config's values filling in."""
+    from devicebench import scenarios
     from devicebench.plan.cellspec import AXES, RUN_TYPES
     from devicebench.plan.grid import make_cell
     from devicebench.workloads import get
@@ -119,25 +120,27 @@ def spec_by_hand(terms: list[str]) -> CellSpec:
     run |= {k: study[k] for k in ("repetitions", "warmup_steps", "seed", "timeout_s")}
     run |= {k: study[k] for k in ("noise_cov", "min_repetition_s")}
     extra = {axis: allowed[0] for axis, allowed in spec.axes.items()}
+    owned = {k for n in scenarios.names() for k in scenarios.get(n).SETTINGS}  # the spec checks
+    options: dict[str, dict[str, Any]] = {}
     for name, value in given.items():
         if name in AXES:
             values[name] = value
-        elif name in RUN_TYPES:
+        elif name in RUN_TYPES or name in owned:  # a scenario's own: quality=false (infer)
             run[name] = value
         elif "." in name:  # an engine's option: openvino.hint=THROUGHPUT
-            engine, option = name.split(".", 1)
-            run[f"{_prefix(engine)}{option}"] = value
+            config_key, option = name.split(".", 1)
+            options.setdefault(config_key, {})[option] = value
         elif name in spec.axes or name in SCALE_AXES:  # the task's own (lstm_kernel), engine
             extra[name] = value
         else:
-            known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES])
+            known = ", ".join([*AXES, *spec.axes, *SCALE_AXES, *RUN_TYPES, *sorted(owned)])
             raise SpecError(f"cell spec key {name}: no axis or run setting of a cell; {known}")
     for key in ("serve", "generate"):  # JSON settings, as the grid writes them
         if isinstance(run.get(key), dict | list):
             import json
 
             run[key] = json.dumps(run[key], sort_keys=True)
-    return make_cell(values, extra, run)
+    return make_cell(values, extra, run, _engine_options(options, extra.get("engine")))
 
 
 def _typed(text: str) -> Any:
@@ -148,18 +151,26 @@ def _typed(text: str) -> Any:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
-    return value if isinstance(value, int | float | dict | list) or value is None else text
+    if isinstance(value, int | float | dict | list) or value is None:
+        return value
+    try:  # what YAML leaves as text: nan, inf, 1e3 (SpecError below if not finite)
+        return float(text)
+    except ValueError:
+        return text
 
 
-def _prefix(config_key: str) -> str:
-    from devicebench.engines import OPTIONS, options_class
+def _engine_options(given: dict[str, dict[str, Any]], engine: Any) -> dict[str, Any] | None:
+    """The options of `engine` from ``CONFIG_KEY.option=VALUE`` terms, by the engine's own
+    names; SpecError naming a config key no engine owns, or one of another engine."""
+    from devicebench.engines import IN_PROCESS, OPTIONS, options_class
 
-    owners = [options_class(engine) for engine in OPTIONS]
-    for owner in owners:
-        if owner.CONFIG_KEY == config_key:
-            return owner.PREFIX
-    keys = sorted({owner.CONFIG_KEY for owner in owners})
-    raise SpecError(f"{config_key}.*: no engine has options under it; known: {', '.join(keys)}")
+    keys = sorted({options_class(name).CONFIG_KEY for name in OPTIONS})
+    if unknown := sorted(set(given) - set(keys)):
+        raise SpecError(f"{unknown[0]}.*: no engine has options under it; known: {', '.join(keys)}")
+    owner = options_class(engine)
+    if others := sorted(set(given) - {owner and owner.CONFIG_KEY}):
+        raise SpecError(f"{others[0]}.*: engine {engine or IN_PROCESS} owns no such options")
+    return given.get(owner.CONFIG_KEY) if owner else None
 
 
 def build_spec(args: argparse.Namespace) -> CellSpec:

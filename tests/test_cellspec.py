@@ -23,13 +23,15 @@ RUN = {"dataset": "mnist", "epochs": 1, "steps_per_epoch": None, "learning_rate"
 
 
 def test_a_spec_survives_json_with_its_engine_options() -> None:
-    spec = make_cell(VALUES, {"engine": "openvino"}, RUN | {"engine_hint": "THROUGHPUT"})
+    spec = make_cell(VALUES, {"engine": "openvino"}, RUN, {"hint": "THROUGHPUT"})
     assert type(spec.engine_options).__name__ == "OpenVINOOptions"
     assert spec.engine_options.hint == "THROUGHPUT" and spec.engine_options.requests is None
     again = CellSpec.from_json(spec.to_json())
     assert again == spec
     assert again.cell_id == spec.cell_id and again.config_hash() == spec.config_hash()
-    assert again.run_settings()["engine_hint"] == "THROUGHPUT"  # as the engine reads it
+    owned = type(spec.engine_options).of(again.run_settings())  # as the engine reads it
+    assert owned == spec.engine_options and owned.hint == "THROUGHPUT"
+    assert not [key for key in again.run_settings() if key.startswith("engine_h")]  # no flat keys
     assert json.loads(spec.to_json())["engine_options"] == {"openvino": {"hint": "THROUGHPUT"}}
 
 
@@ -50,6 +52,9 @@ def test_a_setting_left_out_stays_out() -> None:
         ({"axes": {"batch_size": "8"}}, "axes.batch_size: '8' is not int"),
         ({"engine_options": {"openvino": {}}}, "engine_options: engine inprocess owns no"),
         ({"extra": 1}, "cell spec key extra: no such key"),
+        ({"run": {"timeout_s": float("nan")}}, "run.timeout_s: must be a finite number"),
+        ({"run": {"learning_rate": float("inf")}}, "run.learning_rate: must be a finite"),
+        ({"run": {"noise_cov": float("-inf")}}, "run.noise_cov: must be a finite number"),
     ],
 )
 def test_a_bad_spec_names_its_key(change: dict, named: str) -> None:
@@ -64,9 +69,11 @@ def test_a_bad_spec_names_its_key(change: dict, named: str) -> None:
 
 def test_an_option_the_engine_does_not_own_is_named() -> None:
     with pytest.raises(SpecError, match="engine openvino has no option 'turbo'"):
-        make_cell(VALUES, {"engine": "openvino"}, RUN | {"engine_turbo": 1})
+        make_cell(VALUES, {"engine": "openvino"}, RUN, {"turbo": 1})
     with pytest.raises(SpecError, match="requests: a whole number"):
-        make_cell(VALUES, {"engine": "openvino"}, RUN | {"engine_requests": 0})
+        make_cell(VALUES, {"engine": "openvino"}, RUN, {"requests": 0})
+    with pytest.raises(SpecError, match="stream_interval_s: must be a finite number"):
+        make_cell(VALUES, {"engine": "spark"}, RUN, {"stream_interval_s": float("nan")})
 
 
 def test_missing_axes_and_non_json_are_named() -> None:

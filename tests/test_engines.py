@@ -192,7 +192,8 @@ def test_engines_add_cells_and_keep_the_in_process_ids(tiny_config):
     assert int8 and all(c.values.get("engine") in engines.MODEL_ENGINES for c in int8)
     openvino = next(c for c in added if c.values["engine"] == "openvino")
     assert openvino.engine_options == OpenVINOOptions(hint="THROUGHPUT", requests=4)
-    assert CellSpec.from_json(openvino.to_json()).run_settings()["engine_requests"] == 4
+    settings = CellSpec.from_json(openvino.to_json()).run_settings()
+    assert OpenVINOOptions.of(settings) == OpenVINOOptions(hint="THROUGHPUT", requests=4)
 
 
 @pytest.mark.parametrize(

@@ -39,14 +39,42 @@ def test_zero_or_negative_counts_are_errors(tmp_path, key, value):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("flag", ["--timeout-s", "--noise-cov", "--min-repetition-s"])
-@pytest.mark.parametrize("value", ["nan", "inf"])
-def test_nan_and_infinity_are_errors(tmp_path, flag, value):
+@pytest.mark.parametrize("key", ["timeout_s", "noise_cov", "min_repetition_s", "learning_rate"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", ".nan"])
+def test_nan_and_infinity_are_errors(tmp_path, key, value):
     out = tmp_path / "cell.json"
-    done = run(flag, value, "--out", str(out))
+    done = run(f"{key}={value}", "--out", str(out))
     assert done.returncode == 2
-    assert f"{flag} must be a finite number (got {value})" in done.stderr
+    shown = str(float(value.lstrip(".")))
+    assert f"cell spec key run.{key}: must be a finite number (got {shown})" in done.stderr
     assert not out.exists()
+
+
+def test_nan_in_a_spec_file_is_named_before_any_work(tmp_path):
+    from devicebench.plan.cellspec import CellSpec
+
+    spec = json.loads(CellSpec.from_json(_spec_json(tmp_path)).to_json())
+    spec["run"]["noise_cov"] = float("nan")
+    given = tmp_path / "spec.json"
+    given.write_text(json.dumps(spec))  # json writes NaN, as a hand-edited file may hold it
+    out = tmp_path / "cell.json"
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "--spec", str(given), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "cell spec key run.noise_cov: must be a finite number (got nan)" in done.stderr
+    assert not out.exists()
+
+
+def _spec_json(tmp_path) -> str:
+    """A hand-run mnist_mlp cell's spec, as run_cell.py builds it from terms."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import run_cell
+
+    return run_cell.spec_by_hand(["task=mnist_mlp", "mode=infer"]).to_json()
 
 
 def test_more_threads_than_cores_warns(tmp_path, manifest):

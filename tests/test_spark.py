@@ -45,7 +45,7 @@ def infer_cell(engine: str | None, **spark):
         "mode": "infer",
     }
     extra = {} if engine is None else {"engine": engine}
-    return make_cell(values, extra, RUN | {f"spark_{k}": v for k, v in spark.items()})
+    return make_cell(values, extra, RUN, spark)
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +136,11 @@ def test_the_engine_axis_reaches_infer_cells_and_spark_settings_reach_spark_cell
     spec = CellSpec.from_json(shlex.split(spark.cli_args())[1])  # what run_cell.py receives
     assert spec.values["engine"] == "spark"
     assert spec.engine_options == SparkOptions(master="spark://head:7077", max_failures=3)
-    assert spec.run_settings()["spark_master"] == "spark://head:7077"  # as spark/ reads it
+    assert master_url(spec.run_settings() | {"threads_resolved": 2}) == "spark://head:7077"
     assert "master" not in spark.cell_id  # options, not axes: they stay out of the cell path
     inprocess = next(c for c in infer if c.values["engine"] == "inprocess")
     assert inprocess.engine_options is None
-    assert "spark_master" not in inprocess.run_settings()
+    assert "engine_options" not in inprocess.run_settings()
 
 
 def test_a_bad_engine_is_refused_naming_the_key(tiny_config):
@@ -150,9 +150,10 @@ def test_a_bad_engine_is_refused_naming_the_key(tiny_config):
 
 def test_the_master_is_local_with_the_cells_threads_unless_a_url_is_given():
     assert master_url({"threads_resolved": 3}) == "local[3,4]"
-    assert master_url({"threads_resolved": 3, "spark_max_failures": 1}) == "local[3,1]"
+    retries = {"engine_options": {"max_failures": 1}}  # as CellSpec.run_settings() carries it
+    assert master_url({"threads_resolved": 3} | retries) == "local[3,1]"
     url = "spark://head:7077"
-    assert master_url({"threads_resolved": 3, "spark_master": url}) == url
+    assert master_url({"threads_resolved": 3, "engine_options": {"master": url}}) == url
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
     perplexity precision_micro recall_micro threads_requested precision_math
     agreement_fp32 quality_below_reference agreement_note model_weights min_s max_s train_steps
+    quality_not_measured
 """.split()
 CONTEXT_COLUMNS += SLO_CELL_COLUMNS  # serve cells' verdict at the p99 bound (serving_best)
 # Columns the derived tables add; known so they are never mistaken for extra axes.
@@ -91,7 +92,7 @@ STR_COLUMNS = tuple(
     task model framework device precision mode status message device_label dataset source
     cpu_model gpu_name torch_version hostname slurm_job_id boot_id config_hash code_version cell_id
     base_label base_status base_cell_id note peak_source precision_math priced_as quality_na
-    quality_check agreement_note model_weights machine
+    quality_check agreement_note model_weights machine quality_not_measured
     """.split()
     + list(energy.STRINGS)
 )
@@ -225,6 +226,7 @@ def _row(path: Path) -> dict[str, Any]:
         *("agreement_fp32", "quality_below_reference", "agreement_note"),  # reduced formats
     ):
         row[key] = _get(_section(record, "quality"), key)
+    row["quality_not_measured"] = _get(_section(record, "quality"), "not_measured")  # speed only
     for key in ("peak_host_mb", "peak_device_mb"):
         row[key] = _get(_section(record, "memory"), key)
     for key in ("dataset", "source", "train_samples", "test_samples"):

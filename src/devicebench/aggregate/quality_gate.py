@@ -31,6 +31,8 @@ CONSTANT = "unverified: the fp32 reference predicts one class"
 def quality_reason(row: pd.Series) -> str:
     """Why a cell's quality figures cannot mean anything, or "" where they can."""
     mode = str(row.get("mode"))
+    if isinstance(skipped := row.get("quality_not_measured"), str) and skipped:
+        return skipped  # a speed-only cell: not trained, not scored
     if mode == "converge":
         return ""
     if _true(row.get("synthetic")):

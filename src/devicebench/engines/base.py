@@ -8,14 +8,17 @@ long it took goes into ``Loaded.info``.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 Batch = dict[str, np.ndarray]
+# The run settings' key of a cell's engine options ({field: value}, as EngineOptions.to_dict).
+OPTIONS_KEY = "engine_options"
 
 
 @dataclass
@@ -25,8 +28,7 @@ class LoadOptions:
     precision: str = "fp32"  # fp32, bf16 or int8
     threads: int = 1
     device: str = "cpu"
-    hint: str = "LATENCY"  # openvino's performance hint
-    requests: int | None = None  # openvino requests in flight (THROUGHPUT; None: the engine's)
+    engine: EngineOptions | None = None  # the engine's own options (None: its defaults)
     calibration: list[Batch] | None = None  # int8: batches of training inputs
     convolutional: bool = False  # int8: static quantization (convolutions) or dynamic
     compile: bool = False  # torch: torch.compile the model (first call outside timing)
@@ -94,11 +96,11 @@ class EngineView:
 class EngineOptions:
     """The options one engine owns, as a cell states them (a frozen dataclass per engine).
 
-    ``CONFIG_KEY`` is the study config's mapping of them (``openvino: {hint: ...}``); ``PREFIX``
-    the run settings' key prefix the engine reads them under (``engine_hint``)."""
+    ``CONFIG_KEY`` is the study config's mapping of them (``openvino: {hint: ...}``). A cell's
+    run settings carry them under one key, ``OPTIONS_KEY``, by field name, and the engine reads
+    them back with ``of(settings)``: one name per option from the config to the engine."""
 
     CONFIG_KEY: ClassVar[str]
-    PREFIX: ClassVar[str]
     ENGINE: ClassVar[str]
 
     @classmethod
@@ -111,12 +113,18 @@ class EngineOptions:
                 f"engine {cls.ENGINE} has no option {', '.join(map(repr, unknown))}; "
                 f"its options: {', '.join(owned)}"
             )
+        bad = [k for k, v in given.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"{bad[0]}: must be a finite number (got {given[bad[0]]})")
         return cls(**given)
 
     def to_dict(self) -> dict[str, Any]:
         """The options that are set, by field name."""
         return {k: v for k, v in asdict(self).items() if v is not None}
 
-    def run_settings(self) -> dict[str, Any]:
-        """The options as the engine reads them from a cell's run settings (set ones only)."""
-        return {f"{self.PREFIX}{k}": v for k, v in self.to_dict().items()}
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> EngineOptions:
+        """The options a cell's run settings carry (``CellSpec.run_settings()``), else the
+        defaults (every field None: the engine's own)."""
+        given = settings.get(OPTIONS_KEY) or {}
+        return given if isinstance(given, cls) else cls.from_mapping(dict(given))

@@ -24,6 +24,7 @@ from devicebench.engines.agreement import (
 )
 from devicebench.engines.base import Batch, EngineView, LoadOptions
 from devicebench.engines.cpu_features import cpu_features, format_note
+from devicebench.run import window as w
 
 CALIBRATION_BATCHES = 8  # int8: training batches the quantizer calibrates on (at most)
 ATTENTION_WORDS = ("Attention", "LSTM", "GRU", "RNN")
@@ -98,8 +99,7 @@ class EngineBackend:
             precision=precision,
             threads=int(self.settings["threads_resolved"]),
             device=str(self.settings["device"]),
-            hint=str(self.settings.get("engine_hint", "LATENCY")),
-            requests=self.settings.get("engine_requests"),
+            engine=owner.of(self.settings) if (owner := engines.options_class(self.axis)) else None,
             calibration=calibration,
             convolutional=is_convolutional(view.model),
         )
@@ -173,6 +173,8 @@ def finish(result: dict[str, Any], backend: Any, settings: dict[str, Any], score
         if note := format_note(precision, features):
             section["format_note"] = note
     result["engine"] = section
+    if w.speed_only(settings):  # no fp32 reference pass: its quality section says why
+        return
     view = getattr(backend, "view", None)
     if view is None:
         try:

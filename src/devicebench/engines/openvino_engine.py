@@ -18,28 +18,27 @@ import numpy as np
 
 from devicebench.engines.base import Batch, Engine, EngineOptions, Loaded, LoadOptions
 
+HINTS = ("LATENCY", "THROUGHPUT")
+
 
 @dataclass(frozen=True)
 class OpenVINOOptions(EngineOptions):
     """OpenVINO's own options (config key `openvino`)."""
 
     CONFIG_KEY: ClassVar[str] = "openvino"
-    PREFIX: ClassVar[str] = "engine_"
     ENGINE: ClassVar[str] = "openvino"
 
     hint: str | None = None  # performance hint: LATENCY or THROUGHPUT (None: LATENCY)
     requests: int | None = None  # THROUGHPUT: inference requests in flight (None: OpenVINO's)
 
     def __post_init__(self) -> None:
-        if self.hint not in (None, "LATENCY", "THROUGHPUT"):
+        if self.hint not in (None, *HINTS):
             raise ValueError(f"hint: LATENCY or THROUGHPUT, not {self.hint!r}")
         if self.requests is not None and (not isinstance(self.requests, int) or self.requests < 1):
             raise ValueError(f"requests: a whole number of at least 1, not {self.requests!r}")
 
 
 OPTIONS = OpenVINOOptions
-
-HINTS = ("LATENCY", "THROUGHPUT")
 PRECISION_HINTS = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
 
 
@@ -114,8 +113,10 @@ class OpenVinoEngine(Engine):
     def load(self, model: Any, example: Batch, options: LoadOptions) -> Loaded:
         import openvino as ov
 
-        if options.hint not in HINTS:
-            raise ValueError(f"openvino hint {options.hint!r}; known: {', '.join(HINTS)}")
+        own = options.engine or OpenVINOOptions()
+        if not isinstance(own, OpenVINOOptions):
+            raise ValueError(f"engine openvino owns no {type(own).__name__}")
+        hint = own.hint or "LATENCY"
         converted, info = convert(model, example)
         if options.precision == "int8":
             converted, more = quantize(converted, options)
@@ -123,16 +124,14 @@ class OpenVinoEngine(Engine):
         core = ov.Core()
         config = {
             "INFERENCE_PRECISION_HINT": PRECISION_HINTS[options.precision],
-            "PERFORMANCE_HINT": options.hint,
+            "PERFORMANCE_HINT": hint,
             "INFERENCE_NUM_THREADS": options.threads,
         }
         start = time.perf_counter()
         compiled = core.compile_model(converted, "CPU", config)
         request = compiled.create_infer_request()
-        requests = options.requests or int(
-            compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
-        )
-        if options.hint == "LATENCY":
+        requests = own.requests or int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        if hint == "LATENCY":
             requests = 1
 
         def run(batch: Batch) -> np.ndarray:

@@ -2,9 +2,11 @@
 
 A spec holds the cell's axes (in the order of its id), its typed run settings, and the options
 of its engine (the engine's own frozen dataclass, ``engines.base.EngineOptions``). The runner
-and the worker receive it as JSON (``to_json``/``from_json``); ``run_settings()`` is the flat
-mapping the scenarios read. A spec holds exactly the settings it was given: an optional one left
-out stays out of its run settings and of its hash, so configs keep their cell hashes.
+and the worker receive it as JSON (``to_json``/``from_json``); ``run_settings()`` is the
+mapping the scenarios read, the engine's options under one key that the engine reads back as its
+dataclass (``EngineOptions.of``), by the names the config gives them. A spec holds exactly the
+settings it was given: an optional one left out stays out of its run settings and of its hash,
+so configs keep their cell hashes.
 
 Bad input (a key no spec has, a value of the wrong type, an option the engine does not own) is
 a ``SpecError`` naming the key, raised before any work.
@@ -14,12 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from devicebench.engines import IN_PROCESS, axis_values, cell_engine, options_class
+from devicebench.engines.base import OPTIONS_KEY
 
 AXES: tuple[str, ...] = (
     "task",
@@ -81,6 +85,8 @@ def _check(key: str, value: Any, types: tuple[type, ...], least: float | None) -
     if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         wanted = " or ".join(t.__name__ for t in types)
         raise SpecError(f"cell spec key {key}: {value!r} is not {wanted}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"cell spec key {key}: must be a finite number (got {value})")
     if least is not None and isinstance(value, int | float) and value < least:
         raise SpecError(f"cell spec key {key}: must be at least {least:g} (got {value})")
 
@@ -115,8 +121,7 @@ class CellSpec:
 
         found = [scenarios.get(name) for name in scenarios.names()]
         modes = sorted({scenario.MODE for scenario in found})
-        owned = {k: v for s in found if s.MODE == values["mode"] for k, v in s.SETTINGS.items()}
-        run_types = RUN_TYPES | owned  # the scenario's own settings too
+        run_types = RUN_TYPES | scenarios.settings_of(values["mode"])  # the scenario's own too
         if values["mode"] not in modes:
             raise SpecError(
                 f"cell spec key axes.mode: no scenario measures {values['mode']!r}; "
@@ -150,8 +155,8 @@ class CellSpec:
         return "/".join(f"{PATH_KEYS.get(k, k)}~{v}" for k, v in self.axes)
 
     def run_settings(self) -> dict[str, Any]:
-        """Axes, run settings and engine options flat: everything the cell's run is told."""
-        engine = self.engine_options.run_settings() if self.engine_options else {}
+        """Axes, run settings and the engine's options: everything the cell's run is told."""
+        engine = {OPTIONS_KEY: self.engine_options.to_dict()} if self.engine_options else {}
         return {**dict(self.axes), **dict(self.run), **engine}
 
     def config_hash(self) -> str:
@@ -225,19 +230,18 @@ def _options(engine: str | None, given: Any, where: str, *, keyed: bool = False)
         raise SpecError(f"{where}: {error}") from None
 
 
-def make_spec(values: dict[str, Any], extra: dict[str, Any], settings: dict[str, Any]) -> CellSpec:
-    """A spec from its core axes, any extra axes (placed before mode) and its flat run settings,
-    as the grid states them: keys under an engine's prefix (``engine_hint``, ``spark_master``)
-    are that engine's options."""
+def make_spec(
+    values: dict[str, Any],
+    extra: dict[str, Any],
+    settings: dict[str, Any],
+    options: Mapping[str, Any] | None = None,
+) -> CellSpec:
+    """A spec from its core axes, any extra axes (placed before mode), its run settings and its
+    engine's options as the config names them (``{hint: THROUGHPUT}`` of ``openvino:``)."""
     ordered = [(key, values[key]) for key in AXES if key != "mode"]
     ordered += sorted(extra.items()) + [("mode", values["mode"])]
-    owner = options_class(dict(ordered).get("engine"))
-    run, options = [], {}
-    for key, value in settings.items():
-        if owner is not None and key.startswith(owner.PREFIX):
-            options[key.removeprefix(owner.PREFIX)] = value
-        else:
-            run.append((key, value))
+    engine = dict(ordered).get("engine")
+    owner = options_class(engine)
     where = f"config key {owner.CONFIG_KEY}" if owner else "engine_options"
-    engine_options = _options(owner and owner.ENGINE, options or None, where)
-    return CellSpec(tuple(ordered), tuple(run), engine_options)
+    engine_options = _options(engine, options or None, where)
+    return CellSpec(tuple(ordered), tuple(settings.items()), engine_options)

@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any
 
+from devicebench import scenarios
 from devicebench.engines import ENGINE_FORMATS, IN_PROCESS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
@@ -25,7 +26,8 @@ from devicebench.workloads.base import axis_key
 # Axes a cell id leaves out at their default: a task's in-process cells keep their ids when it
 # adds engines (_scale_axes); block selectors read the default back (blocks.matches).
 HIDDEN_DEFAULTS = {"engine": IN_PROCESS}
-# The grid's function that builds a cell (a CellSpec) from its axes and flat run settings.
+# The grid's function that builds a cell (a CellSpec) from its axes, run settings and engine
+# options.
 make_cell = make_spec
 
 
@@ -102,6 +104,8 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
                 mode_run = mode_run | reference_run(settings)
             if mode in ("train", "infer") and "test_samples" in settings:
                 mode_run = mode_run | {"test_samples": settings["test_samples"]}
+            if settings.get("quality") is False and "quality" in scenarios.settings_of(mode):
+                mode_run = mode_run | {"quality": False}
             packed = copies_axes(study, task, settings, device, threads, mode)
             compiled = compiled_axes(task, settings, spec.axes, values)
             for (scale, more), copies, compile_ in itertools.product(
@@ -110,7 +114,7 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
                 if not runnable(values, scale | compile_, generator="generator" in dict(extra)):
                     continue
                 axes = dict(extra) | weights | scale | copies | compile_
-                cells.append(make_cell(values, axes, mode_run | source | more))
+                cells.append(make_cell(values, axes, mode_run | source, more))
     if not cells:
         raise ConfigError(_empty_grid_reason(study))
     cells = _apply_exclusions(cells, study.get("exclude", []))
@@ -130,26 +134,25 @@ def _task_devices(devices: list[tuple[str, Any]], task: dict[str, Any]) -> list[
 
 def _scale_axes(
     study: dict[str, Any], mode: str, task: dict[str, Any], values: dict[str, Any]
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(extra axes, extra settings) of a cell's scale-out variants, only where the config asks,
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """(extra axes, engine options) of a cell's scale-out variants, only where the config asks,
     so that other configs keep their cell paths and hashes: the `gpus` axis of train cells
     (devices on CUDA, ranks on the CPU) and the `engine` axis of infer cells (study key
     `infer_engines`: Spark, ONNX Runtime, OpenVINO) and of a task's infer and serve cells (task
     key `engines`). From a task's `engines` alone, `inprocess` (torch, the default) adds no axis,
     so a config that adds engines keeps its in-process cells' ids."""
     if mode == "train" and "gpus" in study:
-        return [({"gpus": count}, {}) for count in study["gpus"]]
+        return [({"gpus": count}, None) for count in study["gpus"]]
     study_engines = study.get("infer_engines") if mode == "infer" else None
     task_engines = task.get("engines") if mode in ("infer", "serve") else None
     if study_engines is None and task_engines is None:
-        return [({}, {})]
+        return [({}, None)]
     variants = []
     for engine in task_engines or study_engines:
         hidden = engine == HIDDEN_DEFAULTS["engine"] and study_engines is None
         owner = options_class(engine)  # the options it owns, from their config key
-        given = study.get(owner.CONFIG_KEY, {}) if owner else {}
-        more = {f"{owner.PREFIX}{key}": value for key, value in given.items()} if owner else {}
-        variants.append(({} if hidden else {"engine": engine}, more))
+        given = dict(study.get(owner.CONFIG_KEY, {})) if owner else {}
+        variants.append(({} if hidden else {"engine": engine}, given or None))
     return variants
 
 

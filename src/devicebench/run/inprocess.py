@@ -45,6 +45,7 @@ class InProcessScenario(Scenario):
         from devicebench.measure import environment
         from devicebench.measure.precision import apply_precision
         from devicebench.run import limits
+        from devicebench.run.window import speed_only
 
         settings = dict(settings)
         torch_settings = cell_engines.torch_settings(settings)  # int8: torch trains in fp32
@@ -59,7 +60,8 @@ class InProcessScenario(Scenario):
             cell_engines.finish(
                 result, backend, settings, lambda p, loss: workload.quality(dataset, p, loss)
             )
-            mark("reference_done")
+            if not speed_only(settings):  # a speed-only cell ran no reference pass
+                mark("reference_done")
         limits.lift_memory_limit()
         result["model"].update(math)
         # Outside the timed section: FLOPs of the torch twin where torch is loaded anyway

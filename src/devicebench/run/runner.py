@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,14 +19,13 @@ from typing import Any
 
 from devicebench import __version__, scenarios
 from devicebench.atomic import atomic_path
-from devicebench.distributed import launch
 from devicebench.frameworks import KERAS_BACKENDS
 from devicebench.measure import environment, marks
 from devicebench.measure.devices import has_device, resolve_threads
 from devicebench.plan.cellspec import CellSpec
 from devicebench.plan.data_check import read_manifest
 from devicebench.record import new_record, read_record, write_atomic
-from devicebench.run import kills
+from devicebench.run import kills, launchers
 from devicebench.run.bench_lock import timed_slot
 from devicebench.run.copies_runner import copies_of, run_packed
 from devicebench.run.kept import keep
@@ -133,18 +131,9 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="devicebench-cell-") as tmp:
         settings_path, result_path = Path(tmp, "settings.json"), Path(tmp, "result.json")
         settings_path.write_text(json.dumps(settings))
-        command = [
-            sys.executable,
-            "-m",
-            "devicebench.run.worker",
-            str(settings_path),
-            str(result_path),
-        ]
         env = _worker_env(settings["threads_resolved"], settings["device"], settings["framework"])
-        world = launch.world_size(settings)
-        if world > 1:  # torchrun from the cell: still one job, `world` ranks
-            command = launch.torchrun_command(settings_path, result_path, world)
-            env = launch.distributed_env(env, settings)
+        launcher = launchers.for_cell(settings)  # torchrun: still one job, `gpus` ranks
+        command, env = launcher.command(settings_path, result_path, settings, env)
         spawned, ooms = time.time(), kills.oom_kills()
         process = subprocess.Popen(
             command, env=env, start_new_session=True, preexec_fn=die_with_parent
@@ -160,7 +149,7 @@ def _run_worker(settings: dict[str, Any], timeout_s: float) -> dict[str, Any]:
             raise
         if result_path.exists():
             return _with_marks(read_record(result_path), spawned)
-        if failed_rank := launch.first_rank_failure(result_path):
+        if failed_rank := launcher.failed_result(result_path):
             return read_record(failed_rank)
         if returncode < 0:  # oom only on the kernel's evidence (kills.py)
             return kills.signal_result(-returncode, ooms, kills.oom_kills())
@@ -217,9 +206,8 @@ def run_cell(cell: CellSpec, *, data: Path, out: Path, extra: dict[str, Any] | N
     settings = cell.run_settings() | (extra or {})
     scenario = scenarios.for_cell(settings)  # an unknown mode: an error before any work
     threads = resolve_threads(settings["threads"])
-    world = launch.world_size(settings)
-    if world > 1:  # the cell's threads are shared among its ranks
-        settings["threads_per_rank"] = launch.threads_per_rank(threads, world)
+    launcher = launchers.for_cell(settings)  # how its worker starts (run/launchers)
+    settings |= launcher.settings(settings, threads)  # torchrun: threads shared among ranks
     settings |= {"threads_resolved": settings.get("threads_per_rank", threads), "data": str(data)}
     record = new_record(cell.cell_id, cell.values)
     record["axes"]["threads"] = threads
@@ -236,7 +224,7 @@ def run_cell(cell: CellSpec, *, data: Path, out: Path, extra: dict[str, Any] | N
     record["data"] = _data_section(data, settings)
     device = settings["device"]
     # first: 'asks for 2 GPUs, host has 0' says more than 'no cuda device'
-    skip = launch.skip_reason(settings)
+    skip = launcher.skip_reason(settings)
     skip = skip or scenario.skip_reason(settings)  # e.g. an engine or format it cannot run
     if not skip and not has_device(device):
         skip = f"no {device} device on host {os.uname().nodename}"

@@ -18,6 +18,23 @@ from devicebench.measure.sampler import Sampler
 from devicebench.measure.timing import summarize
 from devicebench.run.copies_runner import wait_at_barrier
 
+# Why a speed-only cell's record has no quality figures (run setting `quality: false`).
+SPEED_ONLY = (
+    "speed-only cell (task key quality: false): the model was not trained, its predictions "
+    "were not scored and no fp32 reference was run"
+)
+
+
+def speed_only(settings: Mapping[str, Any]) -> bool:
+    """Whether the cell asks for speed only: no untimed training, scoring or fp32 reference."""
+    return settings.get("quality") is False
+
+
+def not_measured() -> dict[str, str]:
+    """A speed-only cell's quality section: n/a, and why."""
+    return {"not_measured": SPEED_ONLY}
+
+
 # The workload's scorer: (dataset, predicted, mean loss) -> the record's quality section.
 Quality = Callable[[Any, Any, float], dict[str, float]]
 

@@ -68,6 +68,12 @@ def get(name: str) -> Scenario:
     return scenario
 
 
+def settings_of(mode: str) -> dict[str, tuple[tuple[type, ...], float | None]]:
+    """The run settings the scenarios of `mode` own (``Scenario.SETTINGS``), merged."""
+    found = [get(name) for name in names()]
+    return {k: v for s in found if s.MODE == mode for k, v in s.SETTINGS.items()}
+
+
 def for_cell(settings: Mapping[str, Any]) -> Scenario:
     """The scenario that measures a cell: its mode's scenario for its engine (see module doc)."""
     mode, engine = settings["mode"], settings.get("engine")

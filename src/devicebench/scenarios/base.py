@@ -17,6 +17,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+# The setting of a scenario that can measure speed only (infer): `quality: false` skips the
+# untimed training, the scoring and the fp32 reference pass (devicebench.run.window.speed_only).
+QUALITY_SETTING: dict[str, tuple[tuple[type, ...], float | None]] = {"quality": ((bool,), None)}
+
 
 class Scenario(ABC):
     """One measurement: found by ``NAME`` in ``devicebench.scenarios``."""

@@ -1,5 +1,7 @@
 """Infer cells: train once (untimed) so predictions mean something, then time batched inference
-passes, in-process or through an export engine (onnxruntime, openvino)."""
+passes, in-process or through an export engine (onnxruntime, openvino). A speed-only cell (task
+key `quality: false`) skips the training and the scoring: its record's quality says n/a, and why.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from devicebench.measure.marks import mark
 from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.run.inprocess import InProcessScenario
+from devicebench.scenarios.base import QUALITY_SETTING
 
 
 def train_untimed(backend: Any, settings: Mapping[str, Any]) -> None:
@@ -35,7 +38,12 @@ def run_infer(
     batch = int(settings["batch_size"])
     steps = w.steps_for(backend.test_samples, batch, None, "test")
     reps = int(settings["repetitions"])
-    train_untimed(backend, settings)
+    if w.speed_only(settings):  # the fixed cost cut: a fresh model, timed as a trained one
+        backend.new_model(int(settings["seed"]))
+        mark("model_built")
+        w.log("speed only (quality: false): no untimed training, scoring or fp32 reference")
+    else:
+        train_untimed(backend, settings)
     if prepare := getattr(backend, "prepare_inference", None):  # an engine exports, untimed
         prepare()
         mark("inference_prepared")
@@ -63,8 +71,12 @@ def run_infer(
     window.stop(sum(passes) * steps * batch)
     if bar:
         bar.close()
-    predicted, loss = w.evaluate(backend)
-    mark("evaluated")
+    if w.speed_only(settings):
+        scored = w.not_measured()
+    else:
+        predicted, loss = w.evaluate(backend)
+        mark("evaluated")
+        scored = quality(dataset, predicted, loss)
     timings["latency_ms"] = latency_percentiles(latencies)
     result = w.result(
         backend,
@@ -74,7 +86,7 @@ def run_infer(
         passes,
         steps * batch,
         window,
-        quality(dataset, predicted, loss),
+        scored,
     )
     return result | {"utilization": window.utilization, "energy": window.energy}
 
@@ -83,6 +95,7 @@ class Infer(InProcessScenario):
     NAME = "infer"
     MODE = "infer"
     needs = Classifier
+    SETTINGS = QUALITY_SETTING  # quality: false measures speed only
 
     def measure(self, backend, settings, dataset, quality):
         return run_infer(backend, settings, dataset, quality=quality)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from devicebench.engines import SPARK_ENGINES
 from devicebench.frameworks.protocols import Classifier
 from devicebench.run.inprocess import InProcessScenario
+from devicebench.scenarios.base import QUALITY_SETTING
 
 
 class SparkInfer(InProcessScenario):
@@ -13,6 +14,7 @@ class SparkInfer(InProcessScenario):
     MODE = "infer"
     ENGINES = SPARK_ENGINES
     needs = Classifier
+    SETTINGS = QUALITY_SETTING  # quality: false measures speed only
 
     def measure(self, backend, settings, dataset, quality):
         from devicebench.spark.cell import run_spark_infer

@@ -19,7 +19,6 @@ class SparkOptions(EngineOptions):
     """The Spark engines' own options (config key `spark`; None: Spark's or the cell's default)."""
 
     CONFIG_KEY: ClassVar[str] = "spark"
-    PREFIX: ClassVar[str] = "spark_"
     ENGINE: ClassVar[str] = "spark"
 
     master: str | None = None  # master URL (default local[threads,max_failures])
@@ -28,6 +27,16 @@ class SparkOptions(EngineOptions):
     driver_memory: str | None = None  # spark.driver.memory, e.g. 2g (default 1g)
     stream_interval_s: float | None = None  # spark-streaming: seconds between files
     stream_timeout_s: float | None = None  # spark-streaming: limit on one stream run
+
+    @property
+    def task_failures(self) -> int:
+        """spark.task.maxFailures: the option, else Spark's default 4."""
+        return 4 if self.max_failures is None else int(self.max_failures)
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between the stream's files: the option, else 0.1."""
+        return 0.1 if self.stream_interval_s is None else float(self.stream_interval_s)
 
 
 OPTIONS = SparkOptions

@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from devicebench.spark import SparkOptions
+
 
 def master_url(settings: dict[str, Any]) -> str:
     """The configured master, or local mode with the cell's threads and task retries."""
-    master = settings.get("spark_master")
-    if master:
-        return str(master)
-    return (
-        f"local[{int(settings['threads_resolved'])},{int(settings.get('spark_max_failures', 4))}]"
-    )
+    own = SparkOptions.of(settings)
+    if own.master:
+        return str(own.master)
+    return f"local[{int(settings['threads_resolved'])},{own.task_failures}]"
 
 
 def java_missing() -> str | None:
@@ -42,6 +42,7 @@ def start_session(settings: dict[str, Any]):
     warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    own = SparkOptions.of(settings)
     builder = (
         SparkSession.builder.master(master_url(settings))
         .appName(f"devicebench {settings['task']} infer")
@@ -51,8 +52,8 @@ def start_session(settings: dict[str, Any]):
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(int(settings["batch_size"])))
         .config("spark.sql.shuffle.partitions", str(partitions(settings)))
-        .config("spark.task.maxFailures", str(int(settings.get("spark_max_failures", 4))))
-        .config("spark.driver.memory", str(settings.get("spark_driver_memory", "1g")))
+        .config("spark.task.maxFailures", str(own.task_failures))
+        .config("spark.driver.memory", str(own.driver_memory or "1g"))
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -61,7 +62,7 @@ def start_session(settings: dict[str, Any]):
 
 def partitions(settings: dict[str, Any]) -> int:
     """Partitions of the scored DataFrame: one per task slot (the threads) unless configured."""
-    return int(settings.get("spark_partitions") or settings["threads_resolved"])
+    return int(SparkOptions.of(settings).partitions or settings["threads_resolved"])
 
 
 def failed_tasks(spark, group: str) -> int:

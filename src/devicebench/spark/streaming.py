@@ -1,6 +1,6 @@
 """Structured Streaming inference over a folder source: Parquet files arrive, the UDF scores them.
 
-A writer thread lands one Parquet file of `batch_size` rows every `spark_stream_interval_s`
+A writer thread lands one Parquet file of `batch_size` rows every `stream_interval_s` (SparkOptions)
 (written under a hidden name, then renamed, so Spark never reads half a file); each file carries
 its arrival time. The query (one file per trigger) hands each micro-batch to foreachBatch on the
 driver, where end-to-end latency = the time the predictions are in hand - the file's arrival.
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from devicebench.spark import frames
+from devicebench.spark import SparkOptions, frames
 from devicebench.spark.scoring import make_udf
 
 
@@ -43,8 +43,8 @@ def write_files(rows: pd.DataFrame, folder: Path, batch: int, interval_s: float)
 def stream_once(spark, spec, settings, rows: pd.DataFrame, schema, tag: str):
     """One streaming run over a fresh folder; returns (seconds, collected rows, micro-batches)."""
     batch = int(settings["batch_size"])
-    interval = float(settings.get("spark_stream_interval_s", 0.1))
-    timeout = float(settings.get("spark_stream_timeout_s", 300))
+    own = SparkOptions.of(settings)
+    interval, timeout = own.interval_s, float(own.stream_timeout_s or 300)
     with tempfile.TemporaryDirectory(prefix=f"devicebench-stream-{tag}-") as tmp:
         source, checkpoint = Path(tmp, "in"), Path(tmp, "checkpoint")
         source.mkdir()
@@ -119,7 +119,7 @@ def run_streaming(spark, spec: dict[str, Any], settings: dict[str, Any], x_test,
     info = {
         "source": "folder of Parquet files",
         "files": -(-len(rows) // int(settings["batch_size"])),
-        "arrival_interval_s": float(settings.get("spark_stream_interval_s", 0.1)),
+        "arrival_interval_s": SparkOptions.of(settings).interval_s,
         "micro_batches": batches,
     }
     return timings, rep_times, [1] * reps, predicted, loss, info, latencies
