@@ -40,6 +40,7 @@ FAST_MODULES = frozenset(
         "test_goodput",
         "test_grid",
         "test_jpeg_cost",
+        "test_launchers",
         "test_malformed_records",
         "test_measurement",
         "test_ner_metrics",
