@@ -218,10 +218,13 @@ def check_before_work(spec: CellSpec) -> None:
 
 
 def default_data(dataset: str, seed: int) -> Path:
-    """Prepare (once) the synthetic data a hand-run cell uses."""
+    """Prepare (once) the synthetic data a hand-run cell uses, at the data set's own sizes.
+
+    Its folder is not the workflow's (results/data/): the workflow prepares the config's sizes
+    and stops on a manifest of other sizes, so a cell run by hand never blocks the next study."""
     from devicebench.data import prepare_dataset
 
-    manifest = REPO / "results" / "data" / dataset / "synthetic" / "manifest.json"
+    manifest = REPO / "results" / "data-by-hand" / dataset / "synthetic" / "manifest.json"
     if not manifest.exists():
         print(f"[devicebench] preparing synthetic {dataset} data in {manifest.parent}", flush=True)
         prepare_dataset(dataset, "synthetic", manifest.parent, seed=seed)
