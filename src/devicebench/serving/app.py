@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
 
 from devicebench.measure.environment import torch_cuda_build
 from devicebench.run.processes import die_with_parent
@@ -37,13 +36,18 @@ from devicebench.serving.http_limits import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_PER_CLIENT,
-    guarded_protocol,
     refused,
 )
 from devicebench.serving.net import bind
 from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.serving.scoring import make_scorer, serve_tasks
 from devicebench.serving.stats import ServerStats
+from devicebench.serving.uvicorn_app import (
+    add_one_line_errors,
+    client_of,
+    publish_port,
+    uvicorn_config,
+)
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
 
@@ -181,13 +185,7 @@ def create_app(
 
     app = FastAPI(title="devicebench scoring service", lifespan=lifespan)
 
-    @app.middleware("http")
-    async def one_line_errors(request: Request, call_next):
-        try:
-            return await call_next(request)
-        except Exception as error:  # noqa: BLE001 - answered 500 with one log line
-            refused(500, _client(request), f"{request.url.path}: {type(error).__name__}: {error}")
-            return JSONResponse({"detail": "internal error"}, status_code=500)
+    add_one_line_errors(app)
 
     def reject(status: int, message: str) -> HTTPException:
         stats.count(f"rejected_{status}")
@@ -206,17 +204,13 @@ def create_app(
         try:
             sample = await read_request(request, max_body, scorer, reject, decoder, body_timeout_s)
         except HTTPException as error:
-            refused(error.status_code, _client(request), str(error.detail))
+            refused(error.status_code, client_of(request), str(error.detail))
             raise
         label, probability = await batcher.score(sample)
         stats.count("ok")
         return {"class": label, "score": probability}
 
     return app
-
-
-def _client(request: Request) -> tuple[str] | None:
-    return (request.client.host,) if request.client else None
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -349,23 +343,9 @@ def serve(args: argparse.Namespace) -> int:
         stats=stats,
         body_timeout_s=args.body_timeout_s,
     )
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        http=guarded_protocol(
-            args.max_header_bytes,
-            args.header_timeout_s,
-            args.body_timeout_s,
-            args.max_connections_per_client,
-        ),
-        limit_concurrency=args.max_concurrency,
-        timeout_keep_alive=args.keep_alive_s,
-    )
+    config = uvicorn_config(app, args)
     server = uvicorn.Server(config)
-    tmp = args.port_file.with_suffix(".tmp")
-    tmp.write_text(str(port))
-    tmp.replace(args.port_file)  # the port is bound: connections queue until uvicorn accepts
+    publish_port(args.port_file, port)
     where = f"replica {args.replica_slot} of {args.replicas}" if replica else "one process"
     print(f"[serve] {args.model} ({args.framework}) on {args.host}:{port}, {where} {note}")
     sys.stdout.flush()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from devicebench.serving.app import read_request
 from devicebench.serving.decode import OverLimit
@@ -38,11 +38,16 @@ from devicebench.serving.http_limits import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_PER_CLIENT,
-    guarded_protocol,
     refused,
 )
 from devicebench.serving.net import bind
 from devicebench.serving.scorer import BadRequest
+from devicebench.serving.uvicorn_app import (
+    add_one_line_errors,
+    client_of,
+    publish_port,
+    uvicorn_config,
+)
 
 JSON = "application/json"
 STREAM = "application/x-ndjson"
@@ -104,13 +109,7 @@ def create_app(generator: Any, limits: Limits, info: dict[str, Any]) -> FastAPI:
     reader = PromptReader(limits)
     app = FastAPI(title="devicebench generate service")
 
-    @app.middleware("http")
-    async def one_line_errors(request: Request, call_next):
-        try:
-            return await call_next(request)
-        except Exception as error:  # noqa: BLE001 - answered 500 with one log line
-            refused(500, _client(request), f"{request.url.path}: {type(error).__name__}: {error}")
-            return JSONResponse({"detail": "internal error"}, status_code=500)
+    add_one_line_errors(app)
 
     def reject(status: int, message: str) -> HTTPException:
         key = f"rejected_{status}"
@@ -135,15 +134,11 @@ def create_app(generator: Any, limits: Limits, info: dict[str, Any]) -> FastAPI:
             if stream is None:
                 raise reject(503, f"over the {limits.max_streams}-stream limit: try again later")
         except HTTPException as error:
-            refused(error.status_code, _client(request), str(error.detail))
+            refused(error.status_code, client_of(request), str(error.detail))
             raise
         return StreamingResponse(stream.lines(), media_type=STREAM)
 
     return app
-
-
-def _client(request: Request) -> tuple[str] | None:
-    return (request.client.host,) if request.client else None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -216,24 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     sock, note = bind(args.host, args.port)
     port = sock.getsockname()[1]
     app = create_app(generator, limits, info | {"port": port, "port_note": note})
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        http=guarded_protocol(
-            args.max_header_bytes,
-            args.header_timeout_s,
-            args.body_timeout_s,
-            args.max_connections_per_client,
-        ),
-        limit_concurrency=args.max_concurrency,
-        timeout_keep_alive=args.keep_alive_s,
-    )
-    from pathlib import Path
-
-    port_file = Path(args.port_file)
-    port_file.with_suffix(".tmp").write_text(str(port))
-    port_file.with_suffix(".tmp").replace(port_file)
+    config = uvicorn_config(app, args)
+    publish_port(args.port_file, port)
     print(f"[serve] {args.model} ({args.generator}) generating on {args.host}:{port} {note}")
     sys.stdout.flush()
     uvicorn.Server(config).run(sockets=[sock])
