@@ -21,7 +21,6 @@ the target instead of cost per sample.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,8 @@ from devicebench.aggregate import noise, serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
 from devicebench.aggregate.quality_gate import unverified_reason
+from devicebench.aggregate.values import key_text as _text
+from devicebench.aggregate.values import number_or_none as _number
 from devicebench.aggregate.verdict_words import finding
 from devicebench.engines.agreement import REQUIRED
 
@@ -286,20 +287,3 @@ def _gpu_count(cell: pd.Series) -> float:
 
 def _present(cell: pd.Series, key: str) -> bool:
     return key in cell.index and _text(cell[key]) != ""
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _text(value: Any) -> str:
-    """A group key part: missing values (NaN, None, "nan") become the empty string."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if value is pd.NA or str(value) in ("nan", "<NA>"):
-        return ""
-    return str(value)

@@ -11,12 +11,14 @@ of a verdict. best.py calls `serve_rows` (its own logic is for the other modes).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from devicebench.aggregate.values import key_text as _text
+from devicebench.aggregate.values import number_or_none as _number
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
@@ -150,19 +152,3 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
 def _first(values: pd.Series) -> float | None:
     numbers = pd.to_numeric(values, errors="coerce").dropna()
     return float(numbers.iloc[0]) if not numbers.empty else None
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def _text(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if value is pd.NA or str(value) in ("nan", "<NA>"):
-        return ""
-    return str(value)
