@@ -121,3 +121,5 @@ def test_runs_that_cannot_fit_the_cell_timeout_are_a_config_error():
     with pytest.raises(ConfigError, match="need 900 s, more than the cell's timeout_s 400"):
         check_config(_study(runs=3, max_time_s=300) | {"timeout_s": 400})
     check_config(_study(runs=3, max_time_s=120) | {"timeout_s": 400})
+    # a study that plans no converge cell keeps a short timeout whatever its converge section says
+    check_config(_study(runs=3, max_time_s=300) | {"timeout_s": 1, "modes": ["train"]})

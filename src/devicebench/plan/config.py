@@ -127,7 +127,8 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
         if "converge" in settings:
             _check_converge(task, settings["converge"])
-            _check_converge_time(task, settings, study)
+            if "converge" in study.get("modes", ()):  # only planned converge cells must fit
+                _check_converge_time(task, settings, study)
         _check_reference(task, settings)
         for index, framework in enumerate(settings.get("frameworks", [])):
             if framework not in FRAMEWORKS:
