@@ -84,9 +84,9 @@ def _run_cell(tmp_path: Path, lock: Path, out: Path, epochs: int) -> subprocess.
     manifest = prepare_dataset(
         "mnist", "synthetic", tmp_path / "data", train_samples=256, test_samples=64, seed=7
     )
-    command = [sys.executable, str(REPO / "scripts" / "run_cell.py"), "--task", "mnist_mlp"]
-    command += ["--threads", "1", "--mode", "train", "--epochs", str(epochs), "--batch-size"]
-    command += ["32", "--steps-per-epoch", "2", "--min-repetition-s", "0.02", "--out", str(out)]
+    command = [sys.executable, str(REPO / "scripts" / "run_cell.py"), "task=mnist_mlp"]
+    command += ["threads=1", "mode=train", f"epochs={epochs}", "batch_size=32"]
+    command += ["steps_per_epoch=2", "min_repetition_s=0.02", "--out", str(out)]
     command += ["--log-dir", str(tmp_path), "--data", str(manifest)]
     env = dict(os.environ, DEVICEBENCH_LOCK=str(lock), PYTHONPATH=str(REPO / "src"))
     log = open(tmp_path / "runner.log", "wb")  # noqa: SIM115 - the child holds it
