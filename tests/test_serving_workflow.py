@@ -27,6 +27,7 @@ CONFIG = {
     "tasks": {
         "serve_image": {
             "models": ["mobilenetv2", "nasnetlarge"],
+            "batch_sizes": [4],  # the task's own: the default config's serve_image batch is 8
             "clients": [4],
             "serve": {
                 "image_size": 32,
