@@ -22,7 +22,7 @@ from devicebench.plan.config_bounds import (
     short,
     strict_validator,
 )
-from devicebench.plan.converge import ALTERNATIVE_DATASETS
+from devicebench.plan.converge import ALTERNATIVE_DATASETS, task_modes
 from devicebench.workloads import get, specs
 from devicebench.workloads.base import axis_key
 
@@ -127,7 +127,9 @@ def _check_names(study: dict[str, Any]) -> None:
             raise ConfigError(f"config key tasks.{task}.serve: task {task} is not a serve task")
         if "converge" in settings:
             _check_converge(task, settings["converge"])
-            if "converge" in study.get("modes", ()):  # only planned converge cells must fit
+            # only planned converge cells must fit: the modes the grid adds beyond the task's own
+            planned = task_modes(study.get("modes", []), TASKS[task].modes, settings)
+            if set(planned) - set(TASKS[task].modes):
                 _check_converge_time(task, settings, study)
         _check_reference(task, settings)
         for index, framework in enumerate(settings.get("frameworks", [])):
