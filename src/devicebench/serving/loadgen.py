@@ -30,14 +30,13 @@ def server_queries(min_queries: int) -> int:
     return max(int(min_queries), SERVER_EARLY_STOPPING_QUERIES)
 
 
-class HttpSut:
-    """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
+class AsyncSut:
+    """A LoadGen system under test that sends each query from an aiohttp session on its own event
+    loop thread; a subclass's ``_send(sample)`` answers LoadGen for one query."""
 
-    def __init__(self, url: str, payloads, max_connections: int, content_type: str = JPEG):
+    def __init__(self, max_connections: int, timeout_s: float) -> None:
         import aiohttp
 
-        self.url, self.payloads = url, payloads
-        self.headers = {"content-type": content_type}
         self.errors = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -46,10 +45,34 @@ class HttpSut:
         async def make():  # aiohttp, not httpx: see clients.py
             return aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=max_connections),
-                timeout=aiohttp.ClientTimeout(total=120.0),
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
             )
 
         self.client = asyncio.run_coroutine_threadsafe(make(), self.loop).result()
+
+    async def _send(self, sample) -> None:
+        raise NotImplementedError
+
+    def issue(self, samples) -> None:
+        for sample in samples:
+            asyncio.run_coroutine_threadsafe(self._send(sample), self.loop)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.client.close(), self.loop).result()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+
+
+class HttpSut(AsyncSut):
+    """Sends each LoadGen query sample (an index into the payloads) as one POST to the server."""
+
+    def __init__(self, url: str, payloads, max_connections: int, content_type: str = JPEG):
+        super().__init__(max_connections, timeout_s=120.0)
+        self.url, self.payloads = url, payloads
+        self.headers = {"content-type": content_type}
 
     async def _send(self, sample) -> None:
         import aiohttp
@@ -64,18 +87,6 @@ class HttpSut:
         except (aiohttp.ClientError, TimeoutError):
             self.errors += 1
         lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0)])
-
-    def issue(self, samples) -> None:
-        for sample in samples:
-            asyncio.run_coroutine_threadsafe(self._send(sample), self.loop)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.client.close(), self.loop).result()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
 
 
 def read_detail(path: Path) -> dict[str, Any]:

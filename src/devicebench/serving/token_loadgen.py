@@ -12,13 +12,11 @@ A stream that fails, is cut, or has other than the tokens asked counts as an HTT
 from __future__ import annotations
 
 import array
-import asyncio
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
-from devicebench.serving.loadgen import read_detail
+from devicebench.serving.loadgen import AsyncSut, read_detail
 
 JSON_HEADERS = {"content-type": "application/json"}
 
@@ -29,26 +27,13 @@ def prompt_payloads(prompts, max_tokens: int) -> list[bytes]:
     return [json.dumps({"prompt": row, "max_tokens": int(max_tokens)}).encode() for row in rows]
 
 
-class TokenSut:
+class TokenSut(AsyncSut):
     """Sends each LoadGen query as one streamed /generate request; reports first token and end."""
 
     def __init__(self, url: str, payloads: list[bytes], tokens: int, max_connections: int):
-        import aiohttp
-
+        super().__init__(max_connections, timeout_s=600.0)
         self.url, self.payloads, self.tokens = url, payloads, tokens
-        self.errors = 0
         self.why: dict[str, int] = {}  # each failure's kind, counted
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-        async def make():
-            return aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=max_connections),
-                timeout=aiohttp.ClientTimeout(total=600.0),
-            )
-
-        self.client = asyncio.run_coroutine_threadsafe(make(), self.loop).result()
 
     async def _stream(self, sample) -> tuple[list[int], str | None]:
         """The tokens streamed for one query, and what went wrong (None: nothing)."""
@@ -86,18 +71,6 @@ class TokenSut:
             if not tokens:  # LoadGen waits for a first token: the run is counted failed anyway
                 _report(lg.FirstTokenComplete, sample.id, [0])
         _report(lg.QuerySamplesComplete, sample.id, tokens or [0], count=max(len(tokens), 1))
-
-    def issue(self, samples) -> None:
-        for sample in samples:
-            asyncio.run_coroutine_threadsafe(self._send(sample), self.loop)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.client.close(), self.loop).result()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
 
 
 def _report(call, sample_id: int, tokens: list[int], count: int | None = None) -> None:
