@@ -121,9 +121,7 @@ def build_model(model: str, device: str, precision: str, seed: int) -> Any:
     config = model_config(model)
     torch.manual_seed(seed)
     if model in CONFIGS:  # drawn on the device in its dtype: an 8B model never sits in fp32
-        with torch.device(device):
-            built = LlamaForCausalLM._from_config(config, dtype=dtype)
-        return built.eval().requires_grad_(False)
+        return _drawn(config, device, dtype).eval().requires_grad_(False)
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
     with torch.device("meta"):
@@ -136,6 +134,27 @@ def build_model(model: str, device: str, precision: str, seed: int) -> Any:
         raise ValueError(f"{path}: tensors do not match the config: {result}")
     built.tie_weights()
     return built.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def _drawn(config: Any, device: str, dtype: Any) -> Any:
+    """A Llama of `config` with seeded normal(0, initializer_range) weights and unit norms, drawn
+    once: built with initialisation off (torch's kaiming_uniform_ of every Linear, then
+    transformers' normal_, cost 56 s for the 1B on the H200 host's CPU), then filled as Llama's
+    `_init_weights` fills it."""
+    import torch
+    from transformers import LlamaForCausalLM
+    from transformers.initialization import no_init_weights
+
+    with torch.device(device), no_init_weights():
+        built = LlamaForCausalLM._from_config(config, dtype=dtype)
+    built.tie_weights()  # init_weights, which ties them, was off
+    with torch.no_grad():
+        for name, parameter in built.named_parameters():
+            if name.endswith("norm.weight"):
+                parameter.fill_(1.0)
+            else:
+                parameter.normal_(0.0, config.initializer_range)
+    return built
 
 
 def weight_bytes(model: Any) -> int:

@@ -39,7 +39,8 @@ class TorchGreedy:
                 )
                 return out.logits[:, -1].argmax(-1)
 
-            if self.compile:
+            if self.compile:  # the cell's log says when CUDA graphs are skipped, and why
+                torch._logging.set_logs(perf_hints=True)
                 step = torch.compile(step, mode="reduce-overhead", fullgraph=True)
             self._step = step
         return self._step
