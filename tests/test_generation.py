@@ -163,6 +163,11 @@ def test_int8_weight_only_stores_int8_weights_and_generates() -> None:
     layer = int8.model.model.layers[0].mlp.up_proj.weight
     assert "Int8" in type(layer).__name__
     assert int8.weight_bytes < bf16.weight_bytes
+    # every quantized weight's int8 data counts (a subclass's own data_ptr is 0 for all of them)
+    params = list(int8.model.parameters())
+    qdata = sum(p.qdata.numel() for p in params if hasattr(p, "qdata"))
+    plain = {p.data_ptr(): p.numel() * p.element_size() for p in params if not hasattr(p, "qdata")}
+    assert qdata > 0 and int8.weight_bytes >= qdata + sum(plain.values())
     timing = time_generation(int8, [[3, 4, 5, 6]], 5)
     assert [len(row) for row in timing.tokens] == [5]
     assert "int8 weight-only" in engine.describe(options)["format"]

@@ -158,9 +158,22 @@ def _drawn(config: Any, device: str, dtype: Any) -> Any:
 
 
 def weight_bytes(model: Any) -> int:
-    """Bytes of distinct parameter storage (tied embeddings counted once)."""
-    seen = {p.data_ptr(): p.numel() * p.element_size() for p in model.parameters()}
+    """Bytes of distinct parameter storage (tied embeddings counted once). A quantized weight
+    (a torchao tensor subclass, whose own data_ptr is 0) counts its inner tensors: int8 data and
+    scales."""
+    seen: dict[int, int] = {}
+    for parameter in model.parameters():
+        for tensor in _plain_tensors(parameter):
+            seen[tensor.data_ptr()] = tensor.numel() * tensor.element_size()
     return sum(seen.values())
+
+
+def _plain_tensors(tensor: Any) -> list[Any]:
+    flatten = getattr(tensor, "__tensor_flatten__", None)
+    if flatten is None:
+        return [tensor]
+    names, _ = flatten()
+    return [inner for name in names for inner in _plain_tensors(getattr(tensor, name))]
 
 
 def too_long(model: str, prompt_len: int, output_len: int) -> str | None:
