@@ -11,6 +11,7 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/cells.smk"
+include: "rules/confirm.smk"
 include: "rules/aggregate.smk"
 include: "rules/scaling.smk"
 
@@ -31,6 +32,7 @@ rule all:
     default_target: True
     input:
         CELL_RECORDS,
+        CONFIRM_RECORDS,
         TABLES,
         CHARTS,
         REPORT,

@@ -3,7 +3,7 @@
 
 rule tables:
     input:
-        records=CELL_RECORDS,
+        records=CELL_RECORDS + CONFIRM_RECORDS,
         code=TABLES_CODE,
         prices=PRICES,
     output:

@@ -1,10 +1,12 @@
 """Config check, grid expansion and the lookups the rules share."""
 
+import json
 import math
 import os
 import shlex
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import snakemake
 
@@ -15,6 +17,7 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 SRC = Path(workflow.basedir) / "src" / "devicebench"
 
 from devicebench.plan.blocks import assign_blocks
+from devicebench.plan.confirm import assign_confirms, confirm_groups, confirm_spec
 from devicebench.plan.config import ConfigError, check_config, combine_configs
 from devicebench.plan.config_files import read_yaml, typed_overrides
 from devicebench.plan.data_check import (
@@ -53,6 +56,9 @@ try:
     STUDY = check_config(config)
     GRID = {cell.cell_id: cell for cell in expand_grid(STUDY)}
     assign_blocks(STUDY.get("blocks", {}), GRID.values())
+    # serve tasks with slo.confirm: best: one confirm job per (task, model, device)
+    CONFIRMS = confirm_groups(GRID.values())
+    assign_confirms(STUDY.get("blocks", {}), CONFIRMS.values())
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
 
@@ -99,6 +105,7 @@ CHARTS = expand("results/charts/{name}.{ext}", name=CHART_NAMES, ext=["html", "p
 PRICES = STUDY.get("prices", str(Path(workflow.basedir) / "config" / "prices.yaml"))
 REPORT = ["results/report/index.html", "results/report/charts.json"]
 CELL_RECORDS = expand("results/cells/{cell}.json", cell=GRID)
+CONFIRM_RECORDS = expand("results/cells/{group}.json", group=CONFIRMS)
 # The code the aggregates run, as inputs: editing it reruns tables or charts, never a cell.
 TABLES_CODE = [
     str(SCRIPTS / "aggregate.py"),
@@ -243,3 +250,80 @@ def check_data_sets():
 
 
 check_data_sets()
+
+
+def confirm_group(wildcards):
+    """The confirm job of a confirm record (plan.confirm)."""
+    return CONFIRMS[f"confirm/{wildcards.group}"]
+
+
+def as_cell(wildcards):
+    """A confirm job as its first sweep cell's wildcards: device, threads, environment and
+    data are the same for all of them, so the cell helpers answer for the job."""
+    return SimpleNamespace(cell=confirm_group(wildcards).members[0].cell_id)
+
+
+def confirm_sweep(wildcards):
+    """The sweep records a confirm job chooses from: its inputs, so that editing one sweep
+    cell reruns that cell and this job."""
+    return [f"results/cells/{cell.cell_id}.json" for cell in confirm_group(wildcards).members]
+
+
+def confirm_args(wildcards):
+    """The job and its sweep cells' specs, in the order of confirm_sweep."""
+    group = confirm_group(wildcards)
+    specs = [cell.to_dict() for cell in group.members]
+    text = json.dumps({"id": group.group_id, "specs": specs}, sort_keys=True)
+    return shlex.join(["--group-json", text, "--runner", RUNNER])
+
+
+def confirm_threads(wildcards):
+    return cell_threads(as_cell(wildcards))
+
+
+def confirm_data(wildcards):
+    return cell_data(as_cell(wildcards))
+
+
+def confirm_env(wildcards):
+    return cell_env(as_cell(wildcards))
+
+
+def confirm_bench(wildcards):
+    return cell_bench(as_cell(wildcards))
+
+
+def confirm_gpus(wildcards):
+    return cell_gpus(as_cell(wildcards))
+
+
+def confirm_gpu_model(wildcards):
+    return cell_gpu_model(as_cell(wildcards))
+
+
+def for_confirm(cell_function):
+    """A cell's helper (of wildcards.cell) as a confirm job's."""
+
+    def ask(wildcards):
+        return cell_function(as_cell(wildcards))
+
+    return ask
+
+
+def confirm_cluster_resources():
+    """A cell's cluster resources, its per-cell ones asked of the job's first sweep cell, and
+    the runtime of the confirm cell's longer time limit (plan.confirm.confirm_spec)."""
+    resources = dict(cell_cluster_resources())
+    for key, value in resources.items():
+        if callable(value):
+            resources[key] = for_confirm(value)
+    longest = max(
+        (
+            confirm_spec(group.members[0], 1.0).settings["timeout_s"]
+            for group in CONFIRMS.values()
+        ),
+        default=0,
+    )
+    if "runtime_min" not in SLURM:
+        resources["runtime"] = max(resources["runtime"], math.ceil(longest / 60) + 10)
+    return resources

@@ -164,13 +164,16 @@ def _check_names(study: dict[str, Any]) -> None:
 
 def _check_serve_bounds(task: str, settings: dict[str, Any]) -> None:
     """A serve task with the latency-bound search: a p99 bound for each of its models."""
+    from devicebench.plan.confirm import check_confirm
     from devicebench.serving.bounds import NoBound, check_bounds
 
     models = settings.get("models", specs()[task].models)
+    slo = (settings.get("serve") or {}).get("slo")
     try:
-        check_bounds(task, models, (settings.get("serve") or {}).get("slo"))
+        check_bounds(task, models, slo)
     except NoBound as error:
         raise ConfigError(f"config key tasks.{task}.{error}") from None
+    check_confirm(task, slo)
 
 
 ALTERNATIVES = {name for names in ALTERNATIVE_DATASETS.values() for name in names}

@@ -11,8 +11,12 @@ Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with 
 for the early-stopping estimate. All VALID: `max_valid_qps` is the median of the rates LoadGen
 scheduled in them. One INVALID: the next attempt `backoff` lower, while `confirm_attempts` last.
 
-Never a made-up rate: the section's `status` says what happened: ok; probed (confirm_runs 0: a
-replica or thread sweep cell, its probes' rate in `probe_qps`, no verdict); no_rate (INVALID
+Sweep: `confirm: best` (or confirm_runs 0) makes a replica or thread sweep cell run the probes
+alone; the workflow's confirm step (serving.sweep_choice, scripts/confirm_serve.py) then confirms
+each device's best sweep cell per model, starting from its probe rate with `confirm_probes`.
+
+Never a made-up rate: the section's `status` says what happened: ok; probed (a sweep cell: its
+probes' rate in `probe_qps`, no verdict); no_rate (INVALID
 down to `min_qps`); not_confirmed (every attempt had an INVALID run); over_budget (the next
 run would pass `budget_s`, the cell's share of its time limit); loadgen_failed (LoadGen raised
 or wrote no verdict). Every run, probes included, stays in the section: the chart of p99
@@ -33,6 +37,7 @@ from devicebench.serving import loadgen
 from devicebench.serving.bounds import bound_ms
 
 SCHEDULE_SEED = 20261128  # the first run's arrival schedule; run n draws with this + n
+CONFIRM_MODES = ("each", "best")
 STATUSES = ("ok", "probed", "no_rate", "not_confirmed", "over_budget", "loadgen_failed")
 
 
@@ -53,6 +58,9 @@ class SloSettings:
     backoff: float = 0.9
     budget_s: float = 1800.0
     connections: int = 256  # LoadGen's HTTP connections at most (never the bottleneck)
+    confirm: str = "each"  # each: every cell confirms; best: probes only, the confirm step confirms
+    confirm_probes: int = 2  # the confirm step's probes from the chosen sweep cell's rate
+    confirm_budget_s: float = 600.0  # the confirm step's search budget (plan.confirm)
 
     @classmethod
     def from_config(cls, task: str, model: str, given: dict[str, Any]) -> SloSettings:
@@ -63,6 +71,8 @@ class SloSettings:
         unknown = sorted(set(given) - known)
         if unknown:
             raise ValueError(f"unknown serve.slo setting(s) {unknown}; known: {sorted(known)}")
+        if given.get("confirm", "each") not in CONFIRM_MODES:
+            raise ValueError(f"serve.slo.confirm: {given['confirm']!r}; known: {CONFIRM_MODES}")
         return cls(p99_bound_ms=bound_ms(task, model, overrides), **given)
 
 
@@ -103,6 +113,11 @@ class Search:
         self.probes: list[dict[str, Any]] = []
         self.confirms: list[dict[str, Any]] = []
         self.cut: str | None = None  # why probing stopped early to leave the confirming runs time
+
+    @property
+    def confirms_here(self) -> bool:
+        """Whether this search confirms (a sweep cell leaves that to the confirm step)."""
+        return self.s.confirm_runs > 0 and self.s.confirm != "best"
 
     def run(self, start_qps: float) -> dict[str, Any]:
         start = self.s.start_qps or start_qps
@@ -162,8 +177,9 @@ class Search:
         return low, high
 
     def _confirm(self, low: float, high: float | None) -> dict[str, Any]:
-        if self.s.confirm_runs == 0:  # a sweep cell: the probes' rate, never a verdict
-            note = f"probes only (confirm_runs 0): {self._found(low, high, low)}"
+        if not self.confirms_here:  # a sweep cell: the probes' rate, never a verdict
+            why = "confirm: best" if self.s.confirm == "best" else "confirm_runs 0"
+            note = f"probes only ({why}): {self._found(low, high, low)}"
             return self._section("probed", note, probe_qps=low)
         qps = low
         for _attempt in range(self.s.confirm_attempts):
@@ -222,7 +238,7 @@ class Search:
         """One LoadGen run; a probe also keeps the confirming runs' time (at `reserve_at`)."""
         queries, lasts = self._lasts(qps, seconds)
         reserve = 0.0
-        if reserve_at:
+        if reserve_at and self.confirms_here:
             reserve = self.s.confirm_runs * self._lasts(reserve_at, self.s.confirm_s)[1]
         spent = self.clock() - self.started
         if spent + lasts + reserve > self.s.budget_s:
