@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.plan.block_status import status_table, with_table  # noqa: E402
 from devicebench.plan.blocks import assign_blocks  # noqa: E402
+from devicebench.plan.confirm import assign_confirms, confirm_groups  # noqa: E402
 from devicebench.plan.config import ConfigError, check_config, combine_configs  # noqa: E402
 from devicebench.plan.config_files import read_yaml  # noqa: E402
 from devicebench.plan.grid import expand_grid  # noqa: E402
@@ -36,30 +37,42 @@ def study_cells(config: Path) -> tuple[dict, list]:
 
 
 def study_blocks(config: Path) -> dict[str, list]:
-    """The blocks of a study config."""
+    """The blocks of a study config: each block's cells, then its confirm steps (record ids,
+    plan.confirm) as strings."""
     study, cells = study_cells(config)
     if not study.get("blocks"):
         raise ConfigError(f"{config} has no `blocks`")
-    return assign_blocks(study["blocks"], cells)
+    blocks = assign_blocks(study["blocks"], cells)
+    confirms = assign_confirms(study["blocks"], confirm_groups(cells).values())
+    return {name: [*blocks[name], *(g.group_id for g in confirms[name])] for name in blocks}
+
+
+def record_id(member) -> str:
+    """A block member's record id: a cell's, or a confirm step's (already a string)."""
+    return member if isinstance(member, str) else member.cell_id
 
 
 def selected(config: Path, names: str | None, pattern: str | None) -> list:
-    """The cells of the named blocks (comma-separated), or of the whole grid matching pattern."""
+    """The members (cells, then confirm steps) of the named blocks (comma-separated), or the
+    cells and confirm steps of the whole grid whose record path matches pattern."""
     if pattern is not None:
         wanted = re.compile(pattern)
-        return [c for c in study_cells(config)[1] if wanted.search(f"{c.cell_id}.json")]
+        cells = study_cells(config)[1]
+        members = [*cells, *confirm_groups(cells)]
+        return [m for m in members if wanted.search(f"{record_id(m)}.json")]
     blocks, wanted = study_blocks(config), names.split(",")
     unknown = [name for name in wanted if name not in blocks]
     if unknown:
         raise ConfigError(f"no block {unknown[0]!r}; the blocks are {', '.join(blocks)}")
-    return [cell for name in wanted for cell in blocks[name]]
+    return [member for name in wanted for member in blocks[name]]
 
 
-def print_paths(cells: list, missing: Path | None) -> None:
-    """Record paths of the cells, without those that have a record under `missing`."""
-    for cell in cells:
-        if missing is None or not (missing / f"{cell.cell_id}.json").exists():
-            print(Path("results/cells") / f"{cell.cell_id}.json")
+def print_paths(members: list, missing: Path | None) -> None:
+    """Record paths of the cells and confirm steps, without those that have a record under
+    `missing` (a confirm step after its sweep cells: snakemake runs them first anyway)."""
+    for member in members:
+        if missing is None or not (missing / f"{record_id(member)}.json").exists():
+            print(Path("results/cells") / f"{record_id(member)}.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--pattern: not a regular expression: {error}", file=sys.stderr)
         return 2
     if args.records is None:
-        print("| block | cells | CPU | GPU |")
-        print("|---|---:|---:|---:|")
-        for name, cells in blocks.items():
+        print("| block | cells | CPU | GPU | confirm steps |")
+        print("|---|---:|---:|---:|---:|")
+        for name, members in blocks.items():
+            cells = [m for m in members if not isinstance(m, str)]
             cpu = sum(cell.values["device"] == "cpu" for cell in cells)
-            print(f"| {name} | {len(cells)} | {cpu} | {len(cells) - cpu} |")
+            steps = len(members) - len(cells)
+            print(f"| {name} | {len(cells)} | {cpu} | {len(cells) - cpu} | {steps} |")
         return 0
     table = status_table(blocks, args.records)
     if args.readme is None:

@@ -26,9 +26,21 @@ def _provenance(path: Path) -> tuple[str | None, str | None, str | None]:
     return environment.get("boot_id"), code_version_of(provenance), provenance.get("created")
 
 
-def block_state(cells: list[CellSpec], records: Path) -> dict[str, Any]:
-    """Records present, machines and code versions of one block's cells, and whether it is in."""
-    found = [records / f"{cell.cell_id}.json" for cell in cells]
+def _record_id(member: CellSpec | str) -> str:
+    """A cell's id, or a confirm step's record id (plan.confirm: already a string)."""
+    return member if isinstance(member, str) else member.cell_id
+
+
+def _device(member: CellSpec | str) -> str:
+    if isinstance(member, str):  # confirm/task~T/model~M/device~D
+        return member.rsplit("device~", 1)[-1]
+    return member.values["device"]
+
+
+def block_state(cells: list[CellSpec | str], records: Path) -> dict[str, Any]:
+    """Records present, machines and code versions of one block's cells (and confirm steps),
+    and whether it is in."""
+    found = [records / f"{_record_id(cell)}.json" for cell in cells]
     present = [path for path in found if path.exists()]
     marks = [_provenance(path) for path in present]
     boots = sorted({boot or "unknown" for boot, _, _ in marks})
@@ -46,7 +58,7 @@ def block_state(cells: list[CellSpec], records: Path) -> dict[str, Any]:
         state = "in"
     return {
         "cells": len(cells),
-        "cpu": sum(cell.values["device"] == "cpu" for cell in cells),
+        "cpu": sum(_device(cell) == "cpu" for cell in cells),
         "records": len(present),
         "boot_ids": boots,
         "code_versions": versions,

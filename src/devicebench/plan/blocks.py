@@ -30,14 +30,14 @@ def assign_blocks(blocks: dict[str, Any], cells: Iterable[CellSpec]) -> dict[str
         return {}
     members: dict[str, list[CellSpec]] = {name: [] for name in blocks}
     used = {
-        (name, index): 0 for name, block in blocks.items() for index in range(len(block["cells"]))
+        (name, index): 0 for name, block in blocks.items() for index in range(len(block.get("cells", [])))
     }
     orphans: list[str] = []
     for cell in cells:
         values = cell.values
         homes = []
         for name, block in blocks.items():
-            hits = [i for i, rule in enumerate(block["cells"]) if matches(rule, values)]
+            hits = [i for i, rule in enumerate(block.get("cells", [])) if matches(rule, values)]
             for index in hits:
                 used[(name, index)] += 1
             if hits:
