@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from devicebench.plan.block_status import status_table, with_table  # noqa: E402
 from devicebench.plan.blocks import assign_blocks  # noqa: E402
-from devicebench.plan.confirm import assign_confirms, confirm_groups  # noqa: E402
 from devicebench.plan.config import ConfigError, check_config, combine_configs  # noqa: E402
 from devicebench.plan.config_files import read_yaml  # noqa: E402
+from devicebench.plan.confirm import assign_confirms, confirm_groups  # noqa: E402
 from devicebench.plan.grid import expand_grid  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parents[1] / "config" / "config.yaml"

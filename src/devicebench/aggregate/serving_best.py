@@ -6,7 +6,10 @@ rate whose p99 stayed under the bound in LoadGen's Server scenario, confirmed by
 boot_id, code_version, model) group: the CPU's and the GPU's best confirmed cell by that rate
 (`fastest`) and by its cost (`cheapest`); a device none of whose cells met the bound says so
 ("CPU: no rate meets p99 <= 15 ms"); a group whose records predate the search says that instead
-of a verdict. best.py calls `serve_rows` (its own logic is for the other modes).
+of a verdict. Where a device has a confirm record (plan.confirm: its best sweep cell confirmed,
+axis `confirm: best`), only that record judges it: the sweep cells' probes are context (their
+search status is probed, never a verdict), and a confirm step that found nothing to confirm says
+why. best.py calls `serve_rows` (its own logic is for the other modes).
 """
 
 from __future__ import annotations
@@ -30,7 +33,23 @@ PREDATES_NOTE = (
 )
 
 # the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
-SLO_CELL_COLUMNS = ("slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio")
+SLO_CELL_COLUMNS = (
+    "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
+    "confirmed_cell",
+)  # fmt: skip
+CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
+ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
+
+
+def slo_role(record: Mapping[str, Any]) -> str:
+    """What a serve record is to the verdict: the confirm record of a sweep, a sweep cell
+    (probes only), or '' (a cell that confirms itself, or no search)."""
+    axes = record.get("axes") or {}
+    if isinstance(axes, Mapping) and axes.get(CONFIRM_AXIS):
+        return ROLES["confirm"]
+    serving = record.get("serving") if isinstance(record.get("serving"), Mapping) else {}
+    found = serving.get("slo") if isinstance(serving.get("slo"), Mapping) else {}
+    return ROLES["sweep"] if found.get("status") == "probed" else ""
 
 
 def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,12 +61,15 @@ def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
     found = serving.get("slo") if isinstance(serving.get("slo"), Mapping) else None
     if found is None:
         return {"slo_status": PREDATES, "slo_message": PREDATES_NOTE}
+    confirm = record.get("confirm") if isinstance(record.get("confirm"), Mapping) else {}
     return {
         "slo_status": found.get("status"),
         "slo_message": found.get("message"),
         "p99_bound_ms": found.get("p99_bound_ms"),
         "max_valid_qps": found.get("max_valid_qps"),
         "inprocess_ratio": serving.get("inprocess_ratio"),
+        "slo_role": slo_role(record),
+        "confirmed_cell": confirm.get("chosen_cell"),
     }
 
 
@@ -66,7 +88,8 @@ def serve_rows(
     serve = cells[is_serve(cells)].copy()
     if serve.empty:
         return pd.DataFrame(columns=columns)
-    for column in [*GROUP, "slo_status", "max_valid_qps", "p99_bound_ms", "gpus", "gpu_name"]:
+    wanted = [*GROUP, "slo_status", "max_valid_qps", "p99_bound_ms", "gpus", "gpu_name"]
+    for column in [*wanted, "slo_role", "slo_message"]:
         if column not in serve:
             serve[column] = np.nan
     serve["_key"] = [tuple(_text(v) for v in row) for row in serve[GROUP].itertuples(index=False)]
@@ -98,10 +121,13 @@ def _pair(
     chosen = {}
     for side, device in DEVICES.items():
         mine = ok[ok["device"].astype(str).eq(device)]
+        confirmed = _confirmed(group, device)
+        if confirmed is not None:  # a confirm step judged this device: its record alone
+            mine = mine[mine.index.isin(confirmed.index)]
         if pick == "cheapest":
             mine = mine[mine["usd_per_million"].notna()]
         if mine.empty:
-            notes.append(_why_none(group, side, device, bound))
+            notes.append(_why_none(group if confirmed is None else confirmed, side, device, bound))
             continue
         column, ascending = ("_rate", False) if pick == "fastest" else ("usd_per_million", True)
         best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
@@ -144,9 +170,22 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
     at = f"p99 <= {bound:g} ms" if bound else "its bound"
     if statuses.eq("no_rate").all():
         return f"{who}: no rate meets {at}"
+    if statuses.eq("probed").all():
+        return f"{who}: sweep probes only, no confirm record on this machine and code version"
+    roles = mine["slo_role"].fillna("").astype(str)
+    if roles.eq(ROLES["confirm"]).all() and statuses.eq("no_candidate").all():
+        return f"{who}: nothing confirmed: {_text(mine['slo_message'].iloc[0])}"
     counts = statuses.value_counts().sort_index()
     said = ", ".join(f"{status} {count}" for status, count in counts.items())
     return f"{who}: no confirmed rate at {at} ({said})"
+
+
+def _confirmed(group: pd.DataFrame, device: str) -> pd.DataFrame | None:
+    """A device's confirm records in a group, or None where it has none (cells that confirm
+    themselves, or only a sweep)."""
+    mine = group[group["device"].astype(str).eq(device)]
+    mine = mine[mine["slo_role"].fillna("").astype(str).eq(ROLES["confirm"])]
+    return None if mine.empty else mine
 
 
 def _first(values: pd.Series) -> float | None:

@@ -7,6 +7,10 @@ that rate, the closed-loop rate beside it, and the in-process yardstick (`inproc
 flagged under 0.8). A record from before the search (the published H100 serve cells) reads
 `predates_search`: its closed-loop rate is context, not a verdict.
 
+A sweep of `serve.slo.confirm: best` shows its cells as `slo_role` "sweep (probes only)" (status
+probed, their probe rate as context) and each device's confirm record as "confirmed best", naming
+the sweep cell it confirmed (`confirmed_cell`); only the latter carries a verdict.
+
 `serving_slo_runs`: one row per LoadGen Server run of the searches (probes and confirming runs):
 offered rate, scheduled rate, p99, LoadGen's verdict. The p99-against-rate chart draws them.
 """
@@ -25,14 +29,15 @@ from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
-from devicebench.aggregate.serving_best import slo_columns
+from devicebench.aggregate.serving_best import ROLES, slo_columns, slo_role
 
 IDENTITY = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "server",
     "replicas", "clients",
 ]  # fmt: skip
 SLO_COLUMNS = [
-    *IDENTITY, "status", "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "run_qps",
+    *IDENTITY, "status", "slo_role", "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps",
+    "confirmed_cell", "run_qps",
     "runs", "duration_s", "queries_min", "early_stopping_met", "probe_qps", "probes",
     "closed_loop_rps", "inprocess_samples_per_s", "inprocess_ratio", "inprocess_below_target",
     "inprocess_note", "price_per_hour", "cost_per_1k_requests_at_bound_usd", "cell_id", "boot_id",
@@ -116,6 +121,7 @@ def slo_runs_table(paths: list[Path]) -> pd.DataFrame:
         base = _identity(record) | record_pairing(record) | {"cell_id": record.get("cell_id")}
         series = [str(base.get(k)) for k in ("framework", "engine", "precision", "batch_size")]
         series += [f"{base.get('server')} x{base.get('replicas')}", f"{base.get('clients')} cl"]
+        series += ["confirm"] if slo_role(record) == ROLES["confirm"] else []
         base |= {
             "series": " · ".join(series),
             "p99_bound_ms": found.get("p99_bound_ms"),

@@ -30,7 +30,7 @@ def assign_blocks(blocks: dict[str, Any], cells: Iterable[CellSpec]) -> dict[str
         return {}
     members: dict[str, list[CellSpec]] = {name: [] for name in blocks}
     used = {
-        (name, index): 0 for name, block in blocks.items() for index in range(len(block.get("cells", [])))
+        (name, i): 0 for name, block in blocks.items() for i in range(len(block.get("cells", [])))
     }
     orphans: list[str] = []
     for cell in cells:
