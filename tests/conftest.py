@@ -30,6 +30,7 @@ FAST_MODULES = frozenset(
         "test_conll_ner",
         "test_converge_runs",
         "test_decode",
+        "test_serve_confirm",
         "test_engines_table",
         "test_fashion_mnist",
         "test_findings_wording",
