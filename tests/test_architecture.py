@@ -220,7 +220,7 @@ MODE_DISPATCH_LEFT = {
     "frameworks/transformer_backend.py": 1,
     "measure/flops.py": 2,
     "measure/profiling.py": 1,
-    "plan/config.py": 2,
+    "plan/config.py": 1,
     "plan/converge.py": 3,
     "plan/gpu_compile.py": 1,
     "plan/grid.py": 7,  # + infer cells train a reference where the task asks

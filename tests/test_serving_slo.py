@@ -185,7 +185,10 @@ def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
     assert json.loads(out.read_text())["serving"]["slo"]["status"] == found["status"]
 
 
-def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_that_pair():
+def test_the_h100_serving_config_confirms_at_mlperf_length_in_blocks_that_pair():
+    """study.yaml confirms every serve cell; h100_serving.yaml sweeps with probes and confirms
+    each device's best (tests/test_serve_confirm.py): 3 runs of 60 s either way, sweep blocks
+    pairing CPU and GPU cells, confirm blocks holding no cell."""
     from devicebench.plan.blocks import assign_blocks
     from devicebench.plan.grid import expand_grid
 
@@ -207,7 +210,7 @@ def test_the_h100_serving_config_confirms_each_cell_at_mlperf_length_in_blocks_t
     assert sum(len(members) for members in blocks.values()) == len(cells)
     for block, members in blocks.items():
         devices = {cell.values["device"] for cell in members}
-        assert devices == ({"cpu"} if block.endswith("-cpu") else {"cpu", "cuda"}), block
+        assert devices == (set() if block.endswith("-confirm") else {"cpu", "cuda"}), block
 
 
 def test_a_served_model_with_no_bound_anywhere_stops_the_config(monkeypatch):

@@ -164,7 +164,6 @@ def _check_names(study: dict[str, Any]) -> None:
 
 def _check_serve_bounds(task: str, settings: dict[str, Any]) -> None:
     """A serve task with the latency-bound search: a p99 bound for each of its models."""
-    from devicebench.plan.confirm import check_confirm
     from devicebench.serving.bounds import NoBound, check_bounds
 
     models = settings.get("models", specs()[task].models)
@@ -173,7 +172,11 @@ def _check_serve_bounds(task: str, settings: dict[str, Any]) -> None:
         check_bounds(task, models, slo)
     except NoBound as error:
         raise ConfigError(f"config key tasks.{task}.{error}") from None
-    check_confirm(task, slo)
+    if slo and slo.get("confirm") == "best" and slo.get("confirm_runs", 3) == 0:
+        raise ConfigError(  # plan.confirm: the best sweep cell gets the confirming runs
+            f"config key tasks.{task}.serve.slo.confirm: best confirms each device's best sweep "
+            "cell with confirm_runs runs, but confirm_runs is 0"
+        )
 
 
 ALTERNATIVES = {name for names in ALTERNATIVE_DATASETS.values() for name in names}

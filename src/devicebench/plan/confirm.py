@@ -74,15 +74,6 @@ def confirm_groups(cells: Iterable[CellSpec]) -> dict[str, ConfirmGroup]:
     return {group.group_id: group for group in groups}
 
 
-def check_confirm(task: str, slo: dict[str, Any] | None) -> None:
-    """`confirm: best` needs confirming runs to spend on the best cell: ConfigError otherwise."""
-    if slo and slo.get("confirm") == "best" and slo.get("confirm_runs", 3) == 0:
-        raise ConfigError(
-            f"config key tasks.{task}.serve.slo.confirm: best confirms each device's best sweep "
-            "cell with confirm_runs runs, but confirm_runs is 0"
-        )
-
-
 def confirm_spec(chosen: CellSpec, probe_qps: float) -> CellSpec:
     """The chosen sweep cell as its confirm cell: the search confirms, starting at the sweep's
     probe rate with `confirm_probes` probes, within `confirm_budget_s`; no LoadGen Offline or
