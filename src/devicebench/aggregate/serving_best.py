@@ -49,7 +49,9 @@ def slo_role(record: Mapping[str, Any]) -> str:
         return ROLES["confirm"]
     serving = record.get("serving") if isinstance(record.get("serving"), Mapping) else {}
     found = serving.get("slo") if isinstance(serving.get("slo"), Mapping) else {}
-    return ROLES["sweep"] if found.get("status") == "probed" else ""
+    settings = found.get("settings") if isinstance(found.get("settings"), Mapping) else {}
+    sweep = found.get("status") == "probed" or settings.get("confirm") == "best"
+    return ROLES["sweep"] if sweep else ""
 
 
 def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
