@@ -266,7 +266,10 @@ def as_cell(wildcards):
 def confirm_sweep(wildcards):
     """The sweep records a confirm job chooses from: its inputs, so that editing one sweep
     cell reruns that cell and this job."""
-    return [f"results/cells/{cell.cell_id}.json" for cell in confirm_group(wildcards).members]
+    return [
+        f"results/cells/{cell.cell_id}.json"
+        for cell in confirm_group(wildcards).members
+    ]
 
 
 def confirm_args(wildcards):
