@@ -57,7 +57,7 @@ try:
     GRID = {cell.cell_id: cell for cell in expand_grid(STUDY)}
     assign_blocks(STUDY.get("blocks", {}), GRID.values())
     # serve tasks with slo.confirm: best: one confirm job per (task, model, device)
-    CONFIRMS = confirm_groups(GRID.values())
+    CONFIRMS = confirm_groups(GRID.values(), STUDY["tasks"])
     assign_confirms(STUDY.get("blocks", {}), CONFIRMS.values())
 except ConfigError as error:
     raise WorkflowError(f"invalid config: {error}") from None
@@ -276,7 +276,8 @@ def confirm_args(wildcards):
     """The job and its sweep cells' specs, in the order of confirm_sweep."""
     group = confirm_group(wildcards)
     specs = [cell.to_dict() for cell in group.members]
-    text = json.dumps({"id": group.group_id, "specs": specs}, sort_keys=True)
+    job = {"id": group.group_id, "specs": specs, "confirm": dict(group.settings)}
+    text = json.dumps(job, sort_keys=True)
     return shlex.join(["--group-json", text, "--runner", RUNNER])
 
 
@@ -322,7 +323,9 @@ def confirm_cluster_resources():
             resources[key] = for_confirm(value)
     longest = max(
         (
-            confirm_spec(group.members[0], 1.0).settings["timeout_s"]
+            confirm_spec(group.members[0], 1.0, dict(group.settings)).settings[
+                "timeout_s"
+            ]
             for group in CONFIRMS.values()
         ),
         default=0,

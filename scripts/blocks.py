@@ -43,7 +43,7 @@ def study_blocks(config: Path) -> dict[str, list]:
     if not study.get("blocks"):
         raise ConfigError(f"{config} has no `blocks`")
     blocks = assign_blocks(study["blocks"], cells)
-    confirms = assign_confirms(study["blocks"], confirm_groups(cells).values())
+    confirms = assign_confirms(study["blocks"], confirm_groups(cells, study["tasks"]).values())
     return {name: [*blocks[name], *(g.group_id for g in confirms[name])] for name in blocks}
 
 

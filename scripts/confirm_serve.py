@@ -5,8 +5,9 @@ sweep records, run it again with the confirming runs, and write the confirm reco
     python scripts/confirm_serve.py --group-json JSON --sweep REC [REC ...] --out OUT
         [--prices FILE] [--data MANIFEST] [--log-dir DIR] [--runner TEXT]
 
---group-json is {"id": "confirm/task~T/model~M/device~D", "specs": [spec, ...]} with one CellSpec
-per --sweep record, in the same order (the workflow's rule confirm_serve passes both). The choice
+--group-json is {"id": "confirm/task~T/model~M/device~D", "specs": [spec, ...], "confirm":
+{"confirm_probes": 2, "confirm_budget_s": 600}} with one CellSpec per --sweep record, in the same
+order (the workflow's rule confirm_serve passes both). The choice
 is serving.sweep_choice's; the run is scripts/run_cell.py's on plan.confirm.confirm_spec of the
 chosen cell; its record gains a `confirm` section (the choice, every candidate). Where no sweep
 cell can be confirmed (none ok, or no VALID probe rate at the bound) the record says so, status
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         write_atomic(args.out, nothing_to_confirm(group["id"], specs, records, choice))
         return 0
     chosen = next(spec for spec in specs if spec.cell_id == choice.chosen.cell_id)
-    status = run_confirm(confirm_spec(chosen, choice.chosen.probe_qps), args)
+    spec = confirm_spec(chosen, choice.chosen.probe_qps, group.get("confirm"))
+    status = run_confirm(spec, args)
     if not args.out.exists():
         return status or 1  # run_cell said why; no record, so the job fails and reruns
     record = json.loads(args.out.read_text())

@@ -131,15 +131,17 @@ def test_the_h100_serving_sweep_probes_and_confirms_each_devices_best_in_a_block
             assert sorted(g.device for g in steps) == ["cpu", "cuda"], name
         else:
             assert steps == [], name
-    search = slo.SloSettings.from_config("serve_image", "resnet50", study["tasks"]["serve_image"]
-                                          ["serve"]["slo"])  # fmt: skip
+    served = json.loads(cells[0].settings["serve"])["slo"]  # as the sweep cell reads it
+    search = slo.SloSettings.from_config("serve_image", "resnet50", served)
     assert search.confirm == "best" and search.confirm_runs >= 3 and search.confirm_s >= 60
 
 
 def test_the_confirm_cell_is_the_chosen_cell_told_to_confirm_from_its_probe_rate():
-    cells = expand_grid(_h100_serving())
+    study = _h100_serving()
+    cells = expand_grid(study)
     chosen = next(c for c in cells if c.values["device"] == "cuda")
-    spec = confirm_spec(chosen, 812.5)
+    group = next(g for g in confirm_groups(cells, study["tasks"]).values() if chosen in g.members)
+    spec = confirm_spec(chosen, 812.5, dict(group.settings))
     assert spec.values["confirm"] == "best" and spec.cell_id != chosen.cell_id
     assert {k: v for k, v in spec.values.items() if k != "confirm"} == chosen.values
     serve = json.loads(spec.settings["serve"])
@@ -148,6 +150,19 @@ def test_the_confirm_cell_is_the_chosen_cell_told_to_confirm_from_its_probe_rate
     assert spec.settings["timeout_s"] >= 200 + 150 and serve["loadgen_scenarios"] == []
     settings = slo.SloSettings.from_config("serve_image", chosen.values["model"], serve["slo"])
     assert settings.confirm == "each" and settings.confirm_runs == 3
+
+
+def test_the_confirm_steps_own_settings_never_rerun_a_sweep_cell():
+    study = _h100_serving()
+    before = {c.cell_id: c.config_hash() for c in expand_grid(study)}
+    study["tasks"]["serve_image"]["serve"]["slo"]["confirm_budget_s"] = 400
+    study["tasks"]["serve_image"]["serve"]["slo"]["confirm_probes"] = 3
+    cells = expand_grid(study)
+    assert {c.cell_id: c.config_hash() for c in cells} == before
+    assert all("confirm_budget_s" not in c.settings["serve"] for c in cells)
+    groups = confirm_groups(cells, study["tasks"]).values()
+    image = [dict(g.settings) for g in groups if g.task == "serve_image"]
+    assert image and all(s == {"confirm_probes": 3, "confirm_budget_s": 400} for s in image)
 
 
 def test_a_confirm_step_in_no_block_or_a_confirm_best_without_runs_stops_the_config():

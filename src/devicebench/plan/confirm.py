@@ -25,7 +25,9 @@ from devicebench.plan.config import ConfigError
 
 CONFIRM_DIR = "confirm"  # under results/cells
 CONFIRM_AXIS = "confirm"  # the confirm cell's extra axis (value: best)
-SELECTOR_KEYS = ("task", "model", "device")
+# serve.slo keys of the confirm step alone: kept out of the sweep cells' settings (grid.py), so
+# that editing them reruns the confirm jobs, not the sweep
+CONFIRM_ONLY = {"confirm_probes": 2, "confirm_budget_s": 600.0}
 # the confirm cell's time limit beyond its search's budget: start-up, the closed-loop window,
 # the capacity run, the in-process yardstick and the record (serving.cell keeps 60 s of it)
 CONFIRM_SLACK_S = 150.0
@@ -39,6 +41,7 @@ class ConfirmGroup:
     model: str
     device: str
     members: tuple[CellSpec, ...]
+    settings: tuple[tuple[str, Any], ...] = tuple(CONFIRM_ONLY.items())  # confirm_probes ...
 
     @property
     def group_id(self) -> str:
@@ -62,29 +65,53 @@ def confirms_best(cell: CellSpec) -> bool:
     return slo_settings(cell).get("confirm") == "best"  # only serve cells have serve settings
 
 
-def confirm_groups(cells: Iterable[CellSpec]) -> dict[str, ConfirmGroup]:
-    """The confirm jobs of a grid, by record id, members in grid order."""
+def sweep_serve(serve: dict[str, Any]) -> dict[str, Any]:
+    """A serve task's settings as its cells receive them: without the confirm step's own keys."""
+    slo = serve.get("slo")
+    if not isinstance(slo, dict) or not set(slo) & set(CONFIRM_ONLY):
+        return serve
+    return serve | {"slo": {k: v for k, v in slo.items() if k not in CONFIRM_ONLY}}
+
+
+def step_settings(task: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A serve task's confirm-step settings (CONFIRM_ONLY, its config's values over them)."""
+    slo = (task.get("serve") or {}).get("slo") or {}
+    return tuple((key, slo.get(key, default)) for key, default in CONFIRM_ONLY.items())
+
+
+def confirm_groups(
+    cells: Iterable[CellSpec], tasks: dict[str, Any] | None = None
+) -> dict[str, ConfirmGroup]:
+    """The confirm jobs of a grid, by record id, members in grid order; `tasks` (the study's)
+    gives each its confirm-step settings."""
     members: dict[tuple[str, str, str], list[CellSpec]] = {}
     for cell in cells:
         if confirms_best(cell):
             values = cell.values
             key = (values["task"], values["model"], values["device"])
             members.setdefault(key, []).append(cell)
-    groups = [ConfirmGroup(*key, tuple(cells)) for key, cells in members.items()]
+    tasks = tasks or {}
+    groups = [
+        ConfirmGroup(*key, tuple(cells), step_settings(tasks.get(key[0]) or {}))
+        for key, cells in members.items()
+    ]
     return {group.group_id: group for group in groups}
 
 
-def confirm_spec(chosen: CellSpec, probe_qps: float) -> CellSpec:
+def confirm_spec(
+    chosen: CellSpec, probe_qps: float, settings: dict[str, Any] | None = None
+) -> CellSpec:
     """The chosen sweep cell as its confirm cell: the search confirms, starting at the sweep's
-    probe rate with `confirm_probes` probes, within `confirm_budget_s`; no LoadGen Offline or
-    SingleStream runs (the sweep cell has them as context)."""
+    probe rate with `confirm_probes` probes, within `confirm_budget_s` (`settings`, CONFIRM_ONLY's
+    defaults under them); no LoadGen Offline or SingleStream runs (the sweep cell has them)."""
+    step = CONFIRM_ONLY | dict(settings or {})
     serve = json.loads(chosen.settings["serve"])
     slo = dict(serve["slo"])
-    budget = float(slo.get("confirm_budget_s", 600.0))
+    budget = float(step["confirm_budget_s"])
     slo |= {
         "confirm": "each",
         "start_qps": float(probe_qps),
-        "max_probes": int(slo.get("confirm_probes", 2)),
+        "max_probes": int(step["confirm_probes"]),
         "budget_s": budget,
     }
     serve |= {"slo": slo, "loadgen_scenarios": []}

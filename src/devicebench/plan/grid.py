@@ -16,6 +16,7 @@ from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
 from devicebench.plan.cellspec import AXES, CellSpec, make_spec
 from devicebench.plan.config import ConfigError
+from devicebench.plan.confirm import sweep_serve
 from devicebench.plan.converge import converge_run, reference_run, task_modes
 from devicebench.plan.converge import wanted as converge_wanted
 from devicebench.plan.gpu_compile import compiled_axes
@@ -67,7 +68,7 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
             "min_repetition_s": study["min_repetition_s"],
         }
         if "serve" in settings:  # serve cells only: other cells keep their hashes
-            run["serve"] = json.dumps(settings["serve"], sort_keys=True)
+            run["serve"] = json.dumps(sweep_serve(settings["serve"]), sort_keys=True)
         if "generate" in settings:  # generate cells only, as serve
             run["generate"] = json.dumps(settings["generate"], sort_keys=True)
         memory_limit_mb = settings.get("memory_limit_mb", study.get("memory_limit_mb"))

@@ -13,7 +13,8 @@ scheduled in them. One INVALID: the next attempt `backoff` lower, while `confirm
 
 Sweep: `confirm: best` (or confirm_runs 0) makes a replica or thread sweep cell run the probes
 alone; the workflow's confirm step (serving.sweep_choice, scripts/confirm_serve.py) then confirms
-each device's best sweep cell per model, starting from its probe rate with `confirm_probes`.
+each device's best sweep cell per model, starting from its probe rate (plan.confirm: the confirm
+step's own settings, confirm_probes and confirm_budget_s, never reach a sweep cell).
 
 Never a made-up rate: the section's `status` says what happened: ok; probed (a sweep cell: its
 probes' rate in `probe_qps`, no verdict); no_rate (INVALID
@@ -59,8 +60,6 @@ class SloSettings:
     budget_s: float = 1800.0
     connections: int = 256  # LoadGen's HTTP connections at most (never the bottleneck)
     confirm: str = "each"  # each: every cell confirms; best: probes only, the confirm step confirms
-    confirm_probes: int = 2  # the confirm step's probes from the chosen sweep cell's rate
-    confirm_budget_s: float = 600.0  # the confirm step's search budget (plan.confirm)
 
     @classmethod
     def from_config(cls, task: str, model: str, given: dict[str, Any]) -> SloSettings:
