@@ -291,3 +291,26 @@ def test_a_sweep_without_its_confirm_record_gives_no_verdict(tmp_path):
     row = _best(paths).loc["fastest"]
     assert pd.isna(row["cpu_samples_per_s"]) and pd.isna(row["gpu_samples_per_s"])
     assert "CPU: sweep probes only" in row["note"] and "GPU: sweep probes only" in row["note"]
+
+
+def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):
+    def blocks(*args: str) -> str:
+        command = [sys.executable, str(REPO / "scripts" / "blocks.py"), *args]
+        done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO)
+        return done.stdout
+
+    config = str(REPO / "config" / "h100_serving.yaml")
+    wanted = blocks(config, "--block", "serve-resnet50-confirm", "--missing", str(tmp_path)).split()
+    assert wanted == [
+        "results/cells/confirm/task~serve_image/model~resnet50/device~cpu.json",
+        "results/cells/confirm/task~serve_image/model~resnet50/device~cuda.json",
+    ]
+    assert len(blocks(config, "--pattern", "^confirm/").split()) == 8
+    done = tmp_path / wanted[0].removeprefix("results/cells/")
+    done.parent.mkdir(parents=True)
+    done.write_text(json.dumps(record("cpu", None) | {"environment": {"boot_id": BOOT}}))
+    left = blocks(config, "--block", "serve-resnet50-confirm", "--missing", str(tmp_path))
+    assert left.split() == wanted[1:]
+    row = next(r for r in blocks(config, "--records", str(tmp_path)).splitlines()
+               if "serve-resnet50-confirm" in r)  # fmt: skip
+    assert "| 2 (1 / 1) | 1 |" in row and "1 cells without a record" in row, row
