@@ -146,7 +146,7 @@ def test_the_confirm_cell_is_the_chosen_cell_told_to_confirm_from_its_probe_rate
     assert {k: v for k, v in spec.values.items() if k != "confirm"} == chosen.values
     serve = json.loads(spec.settings["serve"])
     assert serve["slo"]["confirm"] == "each" and serve["slo"]["start_qps"] == 812.5
-    assert serve["slo"]["max_probes"] == 2 and serve["slo"]["budget_s"] == 200
+    assert serve["slo"]["max_probes"] == 0 and serve["slo"]["budget_s"] == 200
     assert spec.settings["timeout_s"] >= 200 + 150 and serve["loadgen_scenarios"] == []
     settings = slo.SloSettings.from_config("serve_image", chosen.values["model"], serve["slo"])
     assert settings.confirm == "each" and settings.confirm_runs == 3
@@ -179,6 +179,23 @@ def test_a_confirm_step_in_no_block_or_a_confirm_best_without_runs_stops_the_con
     config["tasks"]["serve_text"]["serve"]["slo"]["confirm"] = "all"
     with pytest.raises(ConfigError, match="confirm"):
         check_config(config)
+
+
+def test_a_confirm_without_probes_runs_the_confirming_runs_at_the_sweeps_rate(tmp_path):
+    """max_probes 0 (confirm_probes 0): LoadGen Server runs against a real server of 100
+    requests/s capacity (tests/queue_server.py) at the given rate, no probe."""
+    from queue_server import queue_server
+
+    settings = slo.SloSettings(
+        p99_bound_ms=150.0, max_probes=0, start_qps=40.0, confirm_runs=1, confirm_s=1.0,
+        budget_s=120.0, min_qps=10.0,
+    )  # fmt: skip
+    with queue_server(10.0) as url:
+        found = slo.search(url, [b"x" * 64] * 8, tmp_path / "slo", settings, 0.0, "text/plain")
+    assert found["probes"] == [] and len(found["confirms"]) >= 1
+    assert found["confirms"][0]["target_qps"] == 40.0
+    assert "no probes (max_probes 0)" in found["message"]
+    assert found["status"] in ("ok", "not_confirmed"), found["message"]  # a shared host's stall
 
 
 # the step with nothing to confirm, for real ---------------------------------------------

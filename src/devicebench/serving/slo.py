@@ -54,7 +54,7 @@ class SloSettings:
     min_qps: float = 1.0
     max_qps: float = 100_000.0
     tolerance: float = 0.05
-    max_probes: int = 12
+    max_probes: int = 12  # 0: no probes, the confirming runs at start_qps (a sweep's rate)
     confirm_attempts: int = 2
     backoff: float = 0.9
     budget_s: float = 1800.0
@@ -123,6 +123,8 @@ class Search:
         try:
             if not start or not start > 0 or not math.isfinite(start):
                 raise _Failed(f"no start rate: {start_qps!r} (the pool answered nothing)")
+            if self.s.max_probes == 0 and self.confirms_here:  # the confirm step of a sweep:
+                return self._confirm(start, None)  # its probes found the rate already
             low, high = self._bracket(min(max(start, self.s.min_qps), self.s.max_qps))
             if low is None:
                 return self._section("no_rate", self._no_rate())
@@ -202,7 +204,9 @@ class Search:
         )
 
     def _found(self, low: float, high: float | None, confirmed: float) -> str:
-        if high is None and self.cut is None and low >= self.s.max_qps:
+        if not self.probes:
+            note = f"no probes (max_probes 0): confirming the given start rate {low:.4g} QPS"
+        elif high is None and self.cut is None and low >= self.s.max_qps:
             note = f"VALID at max_qps {self.s.max_qps:g}: the cap, not the server, set the rate"
         elif high is None:
             note = f"VALID up to {low:.4g} QPS, no INVALID rate found above it"
