@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import statistics
 
 import pandas as pd
@@ -131,3 +132,21 @@ def test_a_new_sweep_cell_replans_only_it_its_confirm_job_and_the_aggregates(swe
         write_config(workdir, CONFIG)
     assert jobs["cell"] == 1 and jobs["confirm_serve"] == 1 and jobs["tables"] == 1, jobs
     assert len(cells) == 1 and "/replicas~4/" in next(iter(cells))
+
+
+def test_each_confirm_job_depends_on_exactly_its_models_sweep_records(tmp_path):
+    """A dry run of two models: one confirm job per model (one device here), each over that
+    model's two sweep records only."""
+    config = copy.deepcopy(CONFIG)
+    config["tasks"]["serve_image"]["models"] = ["mobilenetv2", "resnet50"]
+    config["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"]["resnet50"] = 500
+    write_config(tmp_path, config)
+    assert planned_jobs(tmp_path)["confirm_serve"] == 2
+    out = snakemake(tmp_path, "--dry-run", "--cores", "1").stdout
+    jobs = re.findall(r"^rule confirm_serve:\n\s+input: (.*)\n\s+output: (\S+)$", out, flags=re.M)
+    assert len(jobs) == 2
+    for inputs, output in jobs:
+        model = re.search(r"model~([^/]+)/device~cpu\.json$", output)[1]
+        sweep = [p for p in inputs.split(", ") if "/mode~serve.json" in p]
+        assert len(sweep) == 2 and all(f"/model~{model}/" in p for p in sweep), inputs
+        assert {re.search(r"replicas~(\d)", p)[1] for p in sweep} == {"1", "2"}
