@@ -331,3 +331,21 @@ def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):
     row = next(r for r in blocks(config, "--records", str(tmp_path)).splitlines()
                if "serve-resnet50-confirm" in r)  # fmt: skip
     assert "| 2 (1 / 1) | 1 |" in row and "1 cells without a record" in row, row
+
+
+def test_replica_scaling_is_based_on_the_sweep_not_on_a_confirms_repeat(tmp_path):
+    from devicebench.aggregate.serving import serving_table
+
+    def pooled(body: dict, rate: float) -> dict:
+        body["serving"]["pool"] = {"requests_per_s": rate, "requests": 100}
+        return body
+
+    paths = _write(tmp_path, [
+        pooled(record("cpu", sweep_slo("probed", 90.0), replicas=1), 100.0),
+        pooled(record("cpu", sweep_slo("probed", 140.0), replicas=2), 150.0),
+        pooled(_confirmed("cpu", 80.0, replicas=1), 50.0),  # the best per dollar, repeated
+    ])  # fmt: skip
+    table = serving_table(paths, PRICES)
+    two = table[table["replicas"].eq(2)].iloc[0]
+    assert two["replica_scaling_efficiency"] == pytest.approx(150.0 / (2 * 100.0))
+    assert sorted(table["slo_role"]) == ["confirmed best", *["sweep (probes only)"] * 2]

@@ -23,10 +23,11 @@ from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
+from devicebench.aggregate.serving_best import ROLES, slo_role
 
 SERVING_COLUMNS = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
-    "server", "replicas", "clients", "status", "message", "requests", "requests_per_s",
+    "server", "replicas", "clients", "status", "slo_role", "message", "requests", "requests_per_s",
     "samples_per_s", "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
@@ -113,6 +114,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         "replicas": int(axes.get("replicas", 1)),
         "device_label": label,
         "status": record.get("status"),
+        "slo_role": slo_role(record),  # a sweep's confirm record repeats a sweep cell
         "message": record.get("message"),
         "requests": pool.get("requests"),
         "requests_per_s": rate,
@@ -166,8 +168,9 @@ def add_replica_scaling(df: pd.DataFrame) -> pd.DataFrame:
         return df
     ok = df["status"].eq("ok") & df["requests_per_s"].notna()
     keys = [*SCALING_KEYS, "clients"]
+    sweep = ~df["slo_role"].eq(ROLES["confirm"])  # the base: sweep cells, not a confirm's repeat
     single = (
-        df[ok & df["replicas"].eq(1)]
+        df[ok & sweep & df["replicas"].eq(1)]
         .groupby(keys, dropna=False)["requests_per_s"]
         .mean()
         .rename("_single")
