@@ -39,7 +39,9 @@ def tokens_vs_batch(generation: pd.DataFrame) -> alt.TopLevelMixin:
             ),
             color=alt.Color("series:N", title=" · ".join(SERIES), legend=LEGEND),
             strokeDash=alt.StrokeDash(
-                "kind:N", title="line", legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"),
+                "kind:N",
+                title="line",
+                legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"),
                 scale=alt.Scale(domain=["measured", "bound"], range=[[1, 0], [6, 4]]),
             ),
             tooltip=[
