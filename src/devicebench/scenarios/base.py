@@ -37,6 +37,20 @@ class Scenario(ABC):
     # Run settings of its own, beside plan.cellspec.RUN_TYPES: key -> (types, smallest value or
     # None), e.g. {"max_new_tokens": ((int,), 1)}; a cell of its mode may hold them.
     SETTINGS: ClassVar[dict[str, tuple[tuple[type, ...], float | None]]] = {}
+    # What its records mean to the aggregate and the report, which read these through
+    # ``scenarios.modes(...)`` instead of naming modes; every scenario of one mode agrees on them.
+    trains: ClassVar[bool] = False  # it trains its model in the timed window: training FLOPs,
+    # accuracy compared across devices (train, converge)
+    to_target: ClassVar[bool] = False  # it trains to a target: cost to target is the price of
+    # the time it took, not of a fixed run that reached it (converge)
+    fixed_passes: ClassVar[bool] = False  # it repeats a pass of fixed samples: its throughput
+    # is samples_per_pass over the median repetition (train, infer)
+    scores: ClassVar[bool] = False  # it scores a classifier it is given: random weights void
+    # its quality, a reduced format needs a check against a trained fp32 reference (infer, serve)
+    serves: ClassVar[bool] = False  # a server measured from outside: a serving section instead
+    # of timed repetitions, judged at a latency bound (serve)
+    generates: ClassVar[bool] = False  # a language model generating tokens: the generation
+    # table, the LLM class of the answer (generate)
     # What it starts besides its worker, by need (run.launchers.base: ScoringServerLauncher,
     # SparkLauncher, ...): it asks ``launcher(settings, need)`` for the one that fits the cell.
     launches: ClassVar[tuple[type, ...]] = ()

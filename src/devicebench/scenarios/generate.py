@@ -21,6 +21,7 @@ from devicebench.scenarios.base import Scenario
 class Generate(Scenario):
     NAME = "generate"
     MODE = "generate"
+    generates = True
 
     needs = Generator  # stdlib only: the runner's skip check stays framework-free
     launches = (GenerateServerLauncher,)  # only where `generate.serving` selects the cell

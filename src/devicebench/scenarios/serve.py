@@ -14,6 +14,8 @@ from devicebench.scenarios.base import Scenario
 class Serve(Scenario):
     NAME = "serve"
     MODE = "serve"
+    scores = True
+    serves = True
     needs = None  # the model lives in the server (workloads' make_scorer)
     uses_framework = False
     launches = (ScoringServerLauncher,)  # uvicorn or Ray Serve, as the `server` axis says

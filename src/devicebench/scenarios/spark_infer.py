@@ -13,6 +13,8 @@ from devicebench.scenarios.base import QUALITY_SETTING
 class SparkInfer(InProcessScenario):
     NAME = "spark_infer"
     MODE = "infer"
+    fixed_passes = True
+    scores = True
     ENGINES = SPARK_ENGINES
     needs = Classifier
     SETTINGS = QUALITY_SETTING  # quality: false measures speed only
