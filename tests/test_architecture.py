@@ -1,6 +1,7 @@
 """The layout ARCHITECTURE.md asks for, kept: no import cycle, one module per workload, scenario
 and engine behind its registry (found on disk), a light registry, no task name outside
-workloads/, no mode or engine string dispatch outside the registries, no file over 400 lines."""
+workloads/, no mode or engine string dispatch outside the registries, servers, Spark sessions and
+ranks started only by the launchers, no file over 400 lines."""
 
 from __future__ import annotations
 
@@ -294,6 +295,25 @@ def test_inprocess_is_named_only_where_the_engine_registry_defines_it():
                 found[relative] = found.get(relative, 0) + 1
     assert found.pop("engines/__init__.py") == 1  # IN_PROCESS, the one definition
     assert found == INPROCESS_LEFT
+
+
+# What starts the processes a cell runs in: called only by the launchers (run/launchers), so
+# that a worker, a server or a Spark session is chosen in one place (launchers.for_cell).
+STARTERS = {"ServerProcess", "RayServeProcess", "start_session", "torchrun_command"}
+
+
+def test_servers_spark_sessions_and_ranks_are_started_only_by_the_launchers():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[:2] == ("run", "launchers"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func).rpartition(".")[2]
+                if name in STARTERS:
+                    found.append(f"{relative}:{node.lineno}: {name}")
+    assert found == []
 
 
 def test_the_dispatch_finder_finds_a_dispatch(tmp_path, monkeypatch):
