@@ -3,8 +3,8 @@
 Ray Serve has no setting for these: its HTTP proxy builds a plain `uvicorn.Config` (headers of any
 size, no header or body clock, no cap per client or in all: 64 KB and 1 MB headers were answered
 200 and a slowloris connection was never closed), reads every request body into a queue for its
-replica whatever the replica does with it (a chunked 8 MB body was all taken before the replica's
-413), and each replica's inter-deployment gRPC server binds "[::]:0", every interface
+replica whatever the replica does with it (17.6 MB of a chunked body were taken before the
+replica's 413), and each replica's inter-deployment gRPC server binds "[::]:0", every interface
 (ray/serve/_private/replica.py). `install` runs in every worker process of the local Ray the
 server starts (ray.init's `worker_process_setup_hook`, the limits in the `env_vars` beside it):
 uvicorn servers there get the guarded protocol of http_limits.py with the server's own limits,
