@@ -163,7 +163,7 @@ def listening(pid: int) -> list[str]:
     return sorted(found)
 
 
-def image_cases(url: str, pid: int, uvicorn: bool) -> dict[str, Any]:
+def image_cases(url: str, pid: int) -> dict[str, Any]:
     """Each hostile image and HTTP input; memory and valid latency around the image bombs."""
     good = valid_jpeg()
     out: dict[str, Any] = {"listening": listening(pid)}
@@ -183,14 +183,13 @@ def image_cases(url: str, pid: int, uvicorn: bool) -> dict[str, Any]:
     cases["headers 64 KB"] = raw(url, header_request([("x-pad", "a" * 65536)]))
     cases["headers 1 MB"] = raw(url, header_request([("x-pad", "a" * 2**20)]))
     cases["20,000 headers"] = raw(url, header_request([(f"x-{i}", "1") for i in range(20000)]))
-    # uvicorn: header timeout 1 s and at most 4 connections (server() below); Ray Serve's proxy
-    # has neither: these connections are given up after 15 s
+    # header timeout 1 s and at most 4 connections (server() below; Ray Serve's proxy through
+    # serving/ray_limits.py): these connections are given up after 15 s
     cases["idle connection"] = raw(url, b"", wait_s=15)
     health = b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n"
     cases["idle after an answer (keep-alive)"] = raw(url, health, wait_s=15, to_close=True)
     cases["slowloris headers"] = raw(url, header_request([("x-slow", "a" * 300)]), 0.05, 15)
-    if uvicorn:
-        cases["over the concurrency limit"] = over_the_limit(url, good)
+    cases["over the concurrency limit"] = over_the_limit(url, good)
     out["cases"] = cases
     out["valid_ms_after"] = latency_ms(url, good, JPEG, 20)
     return out
@@ -221,15 +220,16 @@ def text_cases(url: str) -> dict[str, Any]:
 
 
 def server(engine: str, **options: Any):
-    """A ServerProcess (uvicorn: header timeout 1 s, 4 connections at most) or RayServeProcess."""
+    """A ServerProcess or RayServeProcess (header timeout 1 s, 4 connections at most)."""
     from devicebench.serving.process import ServerProcess
     from devicebench.serving.ray_process import RayServeProcess
 
     common = {"framework": "torch", "threads": SMALL_THREADS, "max_batch": 4} | options
+    common |= {"max_concurrency": 4}
+    common["server_arguments"] = ["--header-timeout-s", "1", "--keep-alive-s", "1"]
     if engine == "ray-serve":
         return RayServeProcess(**common, replicas=1)
-    limits = ["--header-timeout-s", "1", "--keep-alive-s", "1"]
-    return ServerProcess(**common, max_concurrency=4, server_arguments=limits)
+    return ServerProcess(**common)
 
 
 def tokenizer_file(folder: Path) -> Path:
@@ -247,7 +247,7 @@ def run(engine: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
         result: dict[str, Any] = {"engine": engine}
         with server(engine, model="mobilenetv2", image_size=32) as running:
-            result["image"] = image_cases(running.url, running.pid, engine == "uvicorn")
+            result["image"] = image_cases(running.url, running.pid)
         tokenizer = tokenizer_file(Path(tmp) / "imdb")
         text = {"task": "serve_text", "model": "bert-tiny", "seq_len": 32, "tokenizer": tokenizer}
         with server(engine, **text) as running:

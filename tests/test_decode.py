@@ -42,11 +42,13 @@ def test_draft_decoding_of_a_large_image_is_close_to_the_full_decode():
 
 
 def test_serve_max_pixels_reaches_the_server_command(tmp_path):
-    from devicebench.serving.cell import make_server, serve_settings
+    from devicebench.run import launchers
+    from devicebench.run.launchers.base import ScoringServerLauncher
+    from devicebench.serving.cell import serve_settings
 
     settings = {"task": "serve_image", "framework": "torch", "model": "mobilenetv2"}
     settings |= {"device": "cpu", "precision": "fp32", "threads_resolved": 1, "batch_size": 4}
     serve = serve_settings({"serve": {"max_pixels": 1234}})
-    server = make_server(settings, serve, tmp_path)
+    server = launchers.for_cell(settings, ScoringServerLauncher).server(settings, serve, tmp_path)
     command = server.command
     assert command[command.index("--max-pixels") + 1] == "1234"

@@ -248,3 +248,22 @@ def test_best_rows_skip_flagged_formats_and_take_batch_one_for_speed() -> None:
     assert best.loc["fastest batch-1 decode", "precision"] == "bf16"
     assert best.loc["fastest batch-1 decode", "batch_size"] == 1
     assert best.loc["cheapest per million output tokens", "batch_size"] == 16
+
+
+def test_tokens_vs_batch_draws_the_bound_dashed_and_the_measured_solid() -> None:
+    import pandas as pd
+
+    from devicebench.aggregate.generation_charts import tokens_vs_batch
+
+    row = dict(model="llama-1b", device_label="cuda", generator="torch_static", precision="bf16")
+    rows = [
+        row | dict(prompt_len=128, output_len=128, batch_size=b, status="ok",
+                   decode_tokens_per_s=100.0 * b, bandwidth_bound_tokens_per_s=300.0 * b)
+        for b in (1, 16)
+    ]  # fmt: skip
+    spec = tokens_vs_batch(pd.DataFrame(rows)).to_dict()
+    dash = spec["encoding"]["strokeDash"]["scale"]
+    styles = dict(zip(dash["domain"], dash["range"], strict=True))
+    assert styles["measured"] == [1, 0] and styles["bound"][0] > 1  # solid and dashed
+    kinds = {(v["kind"], v["tokens_per_s"]) for v in spec["data"]["values"]}
+    assert ("bound", 300.0) in kinds and ("measured", 1600.0) in kinds

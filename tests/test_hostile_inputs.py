@@ -49,7 +49,7 @@ def test_every_listening_address_is_the_loopback(result):
 
 def test_big_headers_slow_and_idle_connections_are_refused_or_closed(result):
     """uvicorn by its guarded protocol; Ray Serve's proxy by the same, installed in Ray's
-    processes (ray_limits.py)."""
+    processes with the server's limits (ray_limits.py)."""
     cases = result["image"]["cases"]
     for name in HEADERS:
         assert cases[name]["status"] == 431, (name, cases[name])
@@ -57,8 +57,7 @@ def test_big_headers_slow_and_idle_connections_are_refused_or_closed(result):
     assert cases["slowloris headers"]["status"] == 408
     keep_alive = cases["idle after an answer (keep-alive)"]
     assert keep_alive["status"] == 200 and keep_alive["closed_by_server"]
-    if result["engine"] == "uvicorn":
-        assert cases["over the concurrency limit"]["status"] == 503
+    assert cases["over the concurrency limit"]["status"] == 503
 
 
 def test_the_tokenizer_is_given_a_bounded_text_and_gives_the_same_ids(tmp_path, monkeypatch):

@@ -93,3 +93,25 @@ def test_every_docs_page_is_in_the_index():
     for page in (REPO / "docs").glob("*.md"):
         if page.name != "index.md":
             assert f"({page.name})" in index
+
+
+def test_generation_lines_say_each_devices_batch1_and_cheapest_cell_from_the_table(tmp_path):
+    import pandas as pd
+
+    from devicebench.report.readme import generation_lines
+
+    common = dict(model="llama-1b", prompt_len=128, output_len=128, precision="bf16")
+    rows = [
+        common | dict(criterion="fastest batch-1 decode", device_label="cuda", batch_size=1,
+                      generator="torch_static", decode_tokens_per_s=507.7,
+                      bandwidth_fraction=0.2967, cost_per_million_tokens_usd=2.988),
+        common | dict(criterion="cheapest per million output tokens", device_label="cpu:16t",
+                      batch_size=1, generator="torch_eager", decode_tokens_per_s=17.95,
+                      bandwidth_fraction=None, cost_per_million_tokens_usd=10.62),
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    assert "llama-1b, prompt 128 / output 128" in line
+    assert "cuda 507.7 tokens/s at batch 1 (torch_static, bf16, 30% of its bandwidth bound" in line
+    assert "cheapest: cpu:16t 17.9" in line or "cheapest: cpu:16t 18.0" in line
+    assert generation_lines(tmp_path / "none") == []

@@ -93,3 +93,25 @@ def test_a_cell_no_scenario_measures_is_refused_before_any_work(tmp_path):
     assert done.returncode == 2
     assert "cell spec key axes.mode: no scenario measures 'tinygen'" in done.stderr
     assert not out.exists()
+
+
+def test_what_a_modes_records_mean_is_said_by_its_scenarios():
+    """The aggregate and the report ask scenarios.modes(...) what a mode's records mean; these
+    are the sets they named by hand before (and the tables did not change)."""
+    assert scenarios.modes(trains=True) == ("converge", "train")
+    assert scenarios.modes(trains=True, to_target=False) == ("train",)
+    assert scenarios.modes(to_target=True) == ("converge",)
+    assert scenarios.modes(fixed_passes=True) == ("infer", "train")
+    assert scenarios.modes(scores=True) == ("infer", "serve")
+    assert scenarios.modes(scores=True, serves=False) == ("infer",)
+    assert scenarios.modes(serves=True) == ("serve",)
+    assert scenarios.modes(generates=True) == ("generate",)
+    with pytest.raises(ValueError, match=r"unknown scenario trait\(s\) \['trainz'\]"):
+        scenarios.modes(trainz=True)
+
+
+def test_scenarios_of_one_mode_that_disagree_on_a_trait_are_refused(monkeypatch):
+    spark = scenarios.get("spark_infer")
+    monkeypatch.setattr(type(spark), "scores", False)
+    with pytest.raises(ValueError, match=r"mode\(s\) \['infer'\] disagree"):
+        scenarios.modes(scores=True)

@@ -20,6 +20,7 @@ from devicebench.aggregate.pricing import load_prices, price_per_hour, shape_pri
 from devicebench.aggregate.quality_gate import mark_quality
 from devicebench.aggregate.tables import _group_key, _resolve_base, _select, _sorted
 from devicebench.measure.peaks import achieved_tflops, device_peak
+from devicebench.scenarios import modes
 
 CELL_KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size", "mode"]
 
@@ -40,10 +41,11 @@ def add_analysis(
     per_usd = df["samples_per_s"] * 3600.0 / df["price_per_hour"].replace(0, np.nan)
     df["samples_per_usd"] = per_usd.where(ok)
     df["target_accuracy"] = df["task"].map(lambda t: targets.get(t, np.nan)).astype("float64")
-    reached = ok & df["mode"].eq("train") & (df["accuracy"] >= df["target_accuracy"])
+    fixed = df["mode"].isin(modes(trains=True, to_target=False))  # a fixed-length run
+    reached = ok & fixed & (df["accuracy"] >= df["target_accuracy"])
     df["cost_to_target_usd"] = df["cost_usd"].where(reached)
     if "time_to_target_s" in df:  # converge cells: the price of the time they took to the target
-        converged = ok & df["mode"].eq("converge") & df["time_to_target_s"].notna()
+        converged = ok & df["mode"].isin(modes(to_target=True)) & df["time_to_target_s"].notna()
         to_target = df["price_per_hour"] * df["time_to_target_s"] / 3600.0
         df["cost_to_target_usd"] = to_target.where(converged, df["cost_to_target_usd"])
     # the peak of the math that ran (model.precision_math), else of the precision axis

@@ -34,6 +34,7 @@ from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
 from devicebench.aggregate.verdict_words import finding
 from devicebench.engines.agreement import REQUIRED
+from devicebench.scenarios import modes
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
 PICKS = {"fastest": "samples_per_s", "cheapest": "usd_per_million"}
@@ -188,7 +189,7 @@ def _pair(
     notes = []
     if not key["boot_id"]:
         notes.append("boot_id not recorded: one machine not checked")
-    converge = key.get("mode") == "converge" and "cost_to_target_usd" in group
+    converge = key.get("mode") in modes(to_target=True) and "cost_to_target_usd" in group
     if converge and pick == "cheapest":
         column = "cost_to_target_usd"  # a converge row is judged on the cost to the target
     chosen, fastest = {}, {}
@@ -258,7 +259,7 @@ def _why_none(on_device: pd.DataFrame, agreeing: pd.DataFrame, device: str) -> s
     """Why a device has no best cell in a group: none ok, none agreeing with fp32, none priced."""
     if on_device.empty:
         return f"no ok {device} cell"
-    if "converged" in on_device and on_device["mode"].eq("converge").all():
+    if "converged" in on_device and on_device["mode"].isin(modes(to_target=True)).all():
         reached = on_device["converged"].astype("boolean").fillna(False).astype(bool)
         if not reached.any():
             best = pd.to_numeric(on_device.get("accuracy"), errors="coerce").max()

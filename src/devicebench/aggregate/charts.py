@@ -18,6 +18,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns
+from devicebench.scenarios import modes
 
 # Columns the charts add to their data; never mistaken for extra axes of the grid.
 HELPER_COLUMNS = {"panel", "series", "iqr_lo", "iqr_hi", "cell"}
@@ -109,7 +110,8 @@ def throughput_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
 
 def accuracy_per_cell(cells: pd.DataFrame) -> alt.TopLevelMixin:
     """Held-out accuracy of every training cell: it should agree across devices."""
-    train = cells[cells["mode"].eq("train")] if "mode" in cells else cells.iloc[0:0]
+    fixed = modes(trains=True, to_target=False)
+    train = cells[cells["mode"].isin(fixed)] if "mode" in cells else cells.iloc[0:0]
     plotted, subtitle = _split(train, "accuracy")
     title = _title("Held-out accuracy per training cell (dashed: chance)", plotted)
     return _bars(plotted, "accuracy", "accuracy", title, subtitle, unit_range=True, chance=True)

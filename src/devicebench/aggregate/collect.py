@@ -20,6 +20,7 @@ from devicebench.aggregate.records import duplicates, read_record
 from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
 from devicebench.measure.flop_formulas import needs_recount
 from devicebench.record import code_version_of
+from devicebench.scenarios import modes
 
 AXES = ("task", "model", "framework", "device", "threads", "precision", "batch_size", "mode")
 # Column groups, in the order cells.csv shows them (extra axes go after device_label).
@@ -279,7 +280,7 @@ def _usage(record: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     utilization = _section(record, "utilization")
     summary = _section(utilization, "summary")
     out = {key: _get(summary, key) for key in USAGE_COLUMNS if key != "flops_per_sample"}
-    mode = "train" if row.get("mode") in ("train", "converge") else "infer"
+    mode = "train" if row.get("mode") in modes(trains=True) else "infer"  # the FLOPs counted
     model = _section(record, "model")
     flops = _get(model, f"flops_per_sample_{mode}")
     if (_missing(flops) or needs_recount(dict(model))) and record.get("status") == "ok":

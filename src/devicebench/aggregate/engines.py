@@ -12,6 +12,7 @@ import pandas as pd
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
 from devicebench.aggregate.tables import _group_key, _select, _sorted
+from devicebench.scenarios import modes
 
 BASE_ENGINE = "inprocess"
 KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size"]
@@ -42,7 +43,7 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     others = [c for c in extra_axis_columns(df) if c != "engine"]
     keys = [*KEYS, *others]
     pair = pairing_columns(df)  # one machine boot and one code version per ratio
-    infer = df[df["mode"].eq("infer")].copy()
+    infer = df[df["mode"].isin(modes(scores=True, serves=False))].copy()  # batch inference
     # A task's `engines` key gives its torch (in-process) cells no axis: they are the base too.
     infer["engine"] = infer["engine"].fillna(BASE_ENGINE)
     work = _select(infer, [*keys, *pair, "engine", *VALUES, "cell_id"])

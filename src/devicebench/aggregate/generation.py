@@ -27,6 +27,7 @@ from devicebench.aggregate.analysis import price_per_hour
 from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
+from devicebench.scenarios import modes
 
 CLOCK = [
     "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "itl_p50_s", "itl_p99_s",
@@ -122,7 +123,7 @@ def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
         record, wrong = read_record(path)
         if wrong:
             continue  # the cells table (not_ok) reports it, with the reason
-        if (record.get("axes") or {}).get("mode") == "generate":
+        if (record.get("axes") or {}).get("mode") in modes(generates=True):
             rows.append(_row(record, prices))
     df = pd.DataFrame(rows, columns=GENERATION_COLUMNS)
     order = [*KEYS, "generator", "precision", "batch_size"]

@@ -38,7 +38,12 @@ def tokens_vs_batch(generation: pd.DataFrame) -> alt.TopLevelMixin:
                 "tokens_per_s:Q", title="decode tokens/s", scale=log_if_wide(both["tokens_per_s"])
             ),
             color=alt.Color("series:N", title=" · ".join(SERIES), legend=LEGEND),
-            strokeDash=alt.StrokeDash("kind:N", title="line"),
+            strokeDash=alt.StrokeDash(
+                "kind:N",
+                title="line",
+                legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"),
+                scale=alt.Scale(domain=["measured", "bound"], range=[[1, 0], [6, 4]]),
+            ),
             tooltip=[
                 "series:N",
                 "batch_size:Q",

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from devicebench.scenarios import modes
+
 QUALITY_COLUMNS = (
     "accuracy",
     "f1_macro",
@@ -33,11 +35,11 @@ def quality_reason(row: pd.Series) -> str:
     mode = str(row.get("mode"))
     if isinstance(skipped := row.get("quality_not_measured"), str) and skipped:
         return skipped  # a speed-only cell: not trained, not scored
-    if mode == "converge":
+    if mode in modes(to_target=True):
         return ""
     if _true(row.get("synthetic")):
         return SYNTHETIC
-    if mode in ("infer", "serve") and str(row.get("model_weights")) == "random":
+    if mode in modes(scores=True) and str(row.get("model_weights")) == "random":
         return RANDOM
     return ""
 
@@ -80,7 +82,7 @@ def unverified_reason(cell: pd.Series) -> str:
         return f"agreement with fp32 {check}"
     precision, engine = str(cell.get("precision")), str(cell.get("engine"))
     reduced = precision in engines.REDUCED_FORMATS or engine in engines.MODEL_ENGINES
-    inferring = str(cell.get("mode")) in ("infer", "serve")
+    inferring = str(cell.get("mode")) in modes(scores=True)
     if reduced and inferring and check not in ("agrees", "below reference"):
         what = " ".join(
             v

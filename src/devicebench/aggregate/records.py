@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from devicebench.scenarios import modes
+
 STATUSES = ("ok", "oom", "timeout", "error", "skipped")
 SCHEMA_VERSIONS = (1,)  # the record layouts this reader knows (devicebench.record)
 
@@ -42,7 +44,7 @@ def problem(record: Any) -> str | None:
         return f"throughput.samples_per_s {throughput['samples_per_s']!r} is not a positive number"
     if not axes.get("mode"):
         return "status ok but no mode among its axes"
-    if axes["mode"] == "serve":
+    if axes["mode"] in modes(serves=True):
         if not isinstance(record.get("serving"), Mapping):
             return "status ok but no serving section"
         return None
@@ -67,7 +69,7 @@ def _timing_problem(timings: Mapping[str, Any], throughput: Mapping[str, Any], m
         if not math.isclose(expected, median, rel_tol=1e-6):
             return f"timings.median_s {median!r} is not the median of repetitions_s ({expected!r})"
     samples = throughput.get("samples_per_pass")
-    if mode in ("train", "infer") and _positive(samples):
+    if mode in modes(fixed_passes=True) and _positive(samples):
         rate = samples / median
         if not math.isclose(rate, throughput["samples_per_s"], rel_tol=1e-3):
             return (

@@ -16,6 +16,7 @@ import pandas as pd
 
 from devicebench.aggregate.pairing import CROSSING, PAIRING, base_elsewhere, record_pairing
 from devicebench.aggregate.records import read_record
+from devicebench.scenarios import modes
 
 # What makes two cells the same workload apart from their world size.
 WORKLOAD = ["task", "model", "framework", "device", "threads", "precision", "batch_size"]
@@ -41,7 +42,7 @@ def load_rows(paths: Iterable[Path]) -> pd.DataFrame:
         if wrong:
             continue  # the cells table (not_ok) reports it, with the reason
         axes = record.get("axes", {})
-        if axes.get("mode", "train") != "train":
+        if "mode" in axes and axes["mode"] not in modes(trains=True, to_target=False):
             continue
         gpus = int(axes.get("gpus", 1) or 1)
         row = {key: axes.get(key) for key in WORKLOAD}

@@ -11,6 +11,7 @@ import pandas as pd
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
 from devicebench.aggregate.quality_gate import quality_reason
+from devicebench.scenarios import modes
 
 LATENCY_MODES = ("infer", "serve")
 
@@ -131,14 +132,16 @@ def quality_table(df: pd.DataFrame) -> pd.DataFrame:
     ):  # the collected frame, before the analysis stage marked it
         df = df.assign(quality_na=df.apply(quality_reason, axis=1).replace("", np.nan))
     out = _select(df, [*keys, *values])
-    out = out[out["mode"].isin(["train", "converge"])]
+    out = out[out["mode"].isin(modes(trains=True))]
     if out.empty:
         out["accuracy_spread"] = pd.Series(dtype="float64")
         return out.reset_index(drop=True)
     gkey = _group_key(out, ["mode", "train_steps", *group])
     converged = out["converged"].astype("boolean").fillna(False).astype(bool)
-    trained = out["mode"].eq("train") & out["quality_na"].isna() & out["accuracy"].notna()
-    compared = out["status"].eq("ok") & ((out["mode"].eq("converge") & converged) | trained)
+    fixed = out["mode"].isin(modes(trains=True, to_target=False))
+    trained = fixed & out["quality_na"].isna() & out["accuracy"].notna()
+    to_target = out["mode"].isin(modes(to_target=True))
+    compared = out["status"].eq("ok") & ((to_target & converged) | trained)
     metric = out["target_metric"].where(compared)
     acc = out["accuracy"].where(compared)
     if "f1_micro" in out:  # a converge cell is compared on the metric it was trained to

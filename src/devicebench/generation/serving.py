@@ -23,9 +23,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devicebench.serving.slo import SCHEDULE_SEED, Search, SloSettings
+
+if TYPE_CHECKING:
+    from devicebench.run.launchers.base import GenerateServerLauncher
 
 DEFAULT_TTFT_MS = 2000.0  # MLPerf Inference, Llama-3.1-8B, Server scenario: p99 TTFT
 DEFAULT_TPOT_MS = 100.0  # and p99 TPOT
@@ -218,11 +221,16 @@ def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> l
 
 
 def run_serving(
-    settings: Mapping[str, Any], prompts, given: Mapping[str, Any], started: float
+    settings: Mapping[str, Any],
+    prompts,
+    given: Mapping[str, Any],
+    started: float,
+    launcher: GenerateServerLauncher,
 ) -> dict[str, Any]:
-    """The `generation.serving` section of one generate cell: the server started, the search
-    run within what is left of the cell's time limit, the server stopped."""
-    from devicebench.serving.process import ServerFailed, ServerProcess
+    """The `generation.serving` section of one generate cell: the server started (by
+    `launcher`, the cell's from run.launchers), the search run within what is left of the cell's
+    time limit, the server stopped."""
+    from devicebench.serving.process import ServerFailed
     from devicebench.serving.token_loadgen import prompt_payloads
 
     _free_device(str(settings["device"]))  # the server loads its own copy of the model
@@ -234,11 +242,7 @@ def run_serving(
     log_dir = Path(settings.get("log_dir") or "generate-logs") / "serving"
     tokens = int(settings["output_len"])
     payloads = prompt_payloads(prompts, tokens)
-    server = ServerProcess(
-        framework="torch", model=str(settings["model"]), module="devicebench.serving.generate_app",
-        arguments=server_arguments(settings, goodput), log_path=log_dir / "server.log",
-        startup_timeout_s=600.0,
-    )  # fmt: skip
+    server = launcher.server(settings, server_arguments(settings, goodput), log_dir)
     try:
         server.start()
     except ServerFailed as failed:

@@ -85,6 +85,16 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return loaded
 
 
+def problem_of(path: str | Path) -> str:
+    """What is wrong with the config file at `path` and the command that checks it again, in
+    one paragraph; "" when it reads as a config."""
+    try:
+        read_yaml(path)
+    except ConfigError as error:
+        return f"{error}. Check it again with: python -m devicebench.plan.config_files {path}"
+    return ""
+
+
 def _named(text: str, path: Path):
     """`text` as a stream whose name YAML's marks (and so our messages) carry."""
     import io

@@ -22,6 +22,7 @@ import pandas as pd
 from devicebench.aggregate.serving_best import PREDATES_NOTE
 from devicebench.report.verdict import too_close, verdict_rows
 from devicebench.report.words import integer, missing, plural, span
+from devicebench.scenarios import modes
 
 BOUND_COLUMNS = ("p99_bound_ms", "latency_bound_ms", "slo_p99_ms", "bound_ms")
 BOUND_WORDS = re.compile(r"(^|_)(slo|bound_ms|p99_bound|max_valid_qps)")
@@ -64,31 +65,31 @@ CLASSES = (
     WorkloadClass(
         "train_transformers",
         "Training transformers",
-        lambda r: _mode(r) in ("train", "converge") and is_transformer(str(r["task"])),
+        lambda r: _mode(r) in modes(trains=True) and is_transformer(str(r["task"])),
         "no transformer training cell in this study",
     ),
     WorkloadClass(
         "train_small",
         "Training small models",
-        lambda r: _mode(r) in ("train", "converge") and not is_transformer(str(r["task"])),
+        lambda r: _mode(r) in modes(trains=True) and not is_transformer(str(r["task"])),
         "no small-model training cell in this study",
     ),
     WorkloadClass(
         "batch_inference",
         "Batch inference",
-        lambda r: _mode(r) == "infer",
+        lambda r: _mode(r) in modes(scores=True, serves=False),
         "no inference cell in this study",
     ),
     WorkloadClass(
         "serving_bound",
         "Serving at a latency bound",
-        lambda r: _mode(r) == "serve" and has_bound(r),
+        lambda r: _mode(r) in modes(serves=True) and has_bound(r),
         "no serve cell in this study",
     ),
     WorkloadClass(
         "llm_generation",
         "LLM generation",
-        lambda r: _mode(r) == "generate" or "llm" in str(r["task"]),
+        lambda r: _mode(r) in modes(generates=True) or "llm" in str(r["task"]),
         "no language-model generation cell has run yet",
     ),
 )
@@ -280,7 +281,7 @@ def answer(
             if not mine.empty:
                 why = _unsearched(mine) or one_side(mine)
             elif kind.key == "serving_bound" and not rows.empty:
-                serve = rows[rows["mode"].astype(str).eq("serve")]
+                serve = rows[rows["mode"].astype(str).isin(modes(serves=True))]
                 paired_serve = serve[serve["cost_ratio"].notna()]
                 if not paired_serve.empty:
                     why = _closed_loop(paired_serve, serving)

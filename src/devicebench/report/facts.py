@@ -10,6 +10,7 @@ import pandas as pd
 
 from devicebench.aggregate.analysis import price_per_hour
 from devicebench.report.words import integer, missing, money
+from devicebench.scenarios import modes
 
 
 def _distinct(cells: pd.DataFrame, column: str) -> list[str]:
@@ -70,7 +71,7 @@ def data_kind(cells: pd.DataFrame) -> str:
     if weights and set(weights) != {"random"}:
         return f"{data}; pretrained weights in some cells"
     trained = ""
-    if "converge" in _distinct(cells, "mode"):
+    if set(_distinct(cells, "mode")) & set(modes(to_target=True)):
         trained = "; converge cells train to a target accuracy"
     return (
         f"{data}; untrained models (random weights, a few steps): speed and cost, not "

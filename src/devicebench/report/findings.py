@@ -7,6 +7,7 @@ import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.report.words import configuration, money
+from devicebench.scenarios import modes
 
 SERIES = ["model", "framework", "precision"]
 
@@ -95,7 +96,7 @@ def cheapest(cells: pd.DataFrame, task: str) -> list[str]:
             f"{mode}: cheapest is {_cell(best)} at {per_million} per million samples; fastest "
             f"is {_cell(fastest)} at {fastest['samples_per_s']:,.0f} samples/s."
         )
-    train = rows[rows["mode"].eq("train")]
+    train = rows[rows["mode"].isin(modes(trains=True, to_target=False))]
     if not train.empty and train["target_accuracy"].notna().any():
         target = float(train["target_accuracy"].dropna().iloc[0])
         reached = train[train["cost_to_target_usd"].notna()]
@@ -156,7 +157,7 @@ def noise_and_agreement(cells: pd.DataFrame, quality: pd.DataFrame, task: str) -
         compared = q["accuracy_spread"].notna().sum() if "accuracy_spread" in q else 0
         ran = q[q["status"].eq("ok")] if "status" in q else q
         devices = ran["device_label"].nunique() if "device_label" in ran else 0
-        trained = "mode" not in rows or rows["mode"].isin(["train", "converge"]).any()
+        trained = "mode" not in rows or rows["mode"].isin(modes(trains=True)).any()
         if trained and devices > 1 and compared == 0:
             out.append(
                 "Accuracy agreement not checked: it compares converge cells that reached their "
@@ -184,7 +185,8 @@ def entity_scores(cells: pd.DataFrame, task: str) -> list[str]:
     """Entity-level F1 of NER training cells (exact spans, seqeval), best and worst if many."""
     if "precision_micro" not in cells:
         return []
-    rows = _ok(cells[cells["task"].eq(task) & cells["mode"].eq("train")])
+    fixed = cells["mode"].isin(modes(trains=True, to_target=False))
+    rows = _ok(cells[cells["task"].eq(task) & fixed])
     rows = rows[rows["precision_micro"].notna() & rows["f1_micro"].notna()]
     if rows.empty:
         return []

@@ -95,10 +95,46 @@ def study_line(repo: Path, folder: Path, prices: dict[str, Any]) -> str:
         why = one_side(rows).removeprefix("not measured: ")
         said = f"{paired} CPU/GPU pairs" if paired else f"no CPU/GPU verdict: {why}"
     extra = ", data-parallel scaling in `scaling/`" if (repo / folder / "scaling").exists() else ""
-    return (
+    line = (
         f"- [`{folder.name}`]({base}/README.md): {len(cells):,} cells, {facts['measured']}; "
         f"{facts['machines']}; {said}{extra}."
     )
+    return "\n".join([line, *generation_lines(tables)])
+
+
+def _generation_cell(row: pd.Series) -> str:
+    share = row.get("bandwidth_fraction")
+    bound = f", {share:.0%} of its bandwidth bound" if pd.notna(share) else ""
+    return (
+        f"{row['decode_tokens_per_s']:,.1f} tokens/s at batch {int(row['batch_size'])} "
+        f"({row['generator']}, {row['precision']}{bound}; "
+        f"${row['cost_per_million_tokens_usd']:,.3g} per million output tokens)"
+    )
+
+
+def generation_lines(tables: Path) -> list[str]:
+    """Sub-items for a study with LLM generation cells: per model and prompt/output pair, each
+    device's fastest batch-1 decode and cheapest cell (tables/generation_best.csv)."""
+    path = tables / "generation_best.csv"
+    if not path.exists():
+        return []
+    best = read_table(path)
+    lines = []
+    for (model, prompt, output), group in best.groupby(
+        ["model", "prompt_len", "output_len"], sort=True
+    ):
+        parts = []
+        for criterion, label in (("fastest batch-1 decode", "batch 1"), ("cheapest", "cheapest")):
+            rows = group[group["criterion"].astype(str).str.startswith(criterion)]
+            said = "; ".join(
+                f"{r['device_label']} {_generation_cell(r)}" for _, r in rows.iterrows()
+            )
+            if said:
+                parts.append(f"{label}: {said}")
+        lines.append(
+            f"  - LLM {model}, prompt {int(prompt)} / output {int(output)}: " + "; ".join(parts)
+        )
+    return lines
 
 
 def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:

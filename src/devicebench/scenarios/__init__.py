@@ -74,6 +74,34 @@ def settings_of(mode: str) -> dict[str, tuple[tuple[type, ...], float | None]]:
     return {k: v for s in found if s.MODE == mode for k, v in s.SETTINGS.items()}
 
 
+TRAITS = ("trains", "to_target", "fixed_passes", "scores", "serves", "generates")
+
+
+def modes(**traits: bool) -> tuple[str, ...]:
+    """The modes whose scenarios have these traits (``Scenario.trains`` and the rest: what their
+    records mean), sorted: e.g. ``modes(trains=True, to_target=False)``. The aggregate and the
+    report tell records apart by these, not by mode names. ValueError naming an unknown trait,
+    or a mode whose scenarios disagree on one."""
+    unknown = sorted(set(traits) - set(TRAITS))
+    if unknown:
+        raise ValueError(f"unknown scenario trait(s) {unknown}; known: {', '.join(TRAITS)}")
+    found: dict[str, set[tuple[bool, ...]]] = {}
+    for scenario in map(get, names()):
+        values = tuple(bool(getattr(scenario, trait)) for trait in TRAITS)
+        found.setdefault(scenario.MODE, set()).add(values)
+    split = sorted(mode for mode, values in found.items() if len(values) > 1)
+    if split:
+        raise ValueError(f"the scenarios of mode(s) {split} disagree on their traits")
+    wanted = [(TRAITS.index(trait), bool(value)) for trait, value in traits.items()]
+    return tuple(
+        sorted(
+            mode
+            for mode, (values,) in found.items()
+            if all(values[at] == value for at, value in wanted)
+        )
+    )
+
+
 def for_cell(settings: Mapping[str, Any]) -> Scenario:
     """The scenario that measures a cell: its mode's scenario for its engine (see module doc)."""
     mode, engine = settings["mode"], settings.get("engine")

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+LauncherT = TypeVar("LauncherT")
 
 # The setting of a scenario that can measure speed only (infer): `quality: false` skips the
 # untimed training, the scoring and the fp32 reference pass (devicebench.run.window.speed_only).
@@ -35,6 +37,32 @@ class Scenario(ABC):
     # Run settings of its own, beside plan.cellspec.RUN_TYPES: key -> (types, smallest value or
     # None), e.g. {"max_new_tokens": ((int,), 1)}; a cell of its mode may hold them.
     SETTINGS: ClassVar[dict[str, tuple[tuple[type, ...], float | None]]] = {}
+    # What its records mean to the aggregate and the report, which read these through
+    # ``scenarios.modes(...)`` instead of naming modes; every scenario of one mode agrees on them.
+    trains: ClassVar[bool] = False  # it trains its model in the timed window: training FLOPs,
+    # accuracy compared across devices (train, converge)
+    to_target: ClassVar[bool] = False  # it trains to a target: cost to target is the price of
+    # the time it took, not of a fixed run that reached it (converge)
+    fixed_passes: ClassVar[bool] = False  # it repeats a pass of fixed samples: its throughput
+    # is samples_per_pass over the median repetition (train, infer)
+    scores: ClassVar[bool] = False  # it scores a classifier it is given: random weights void
+    # its quality, a reduced format needs a check against a trained fp32 reference (infer, serve)
+    serves: ClassVar[bool] = False  # a server measured from outside: a serving section instead
+    # of timed repetitions, judged at a latency bound (serve)
+    generates: ClassVar[bool] = False  # a language model generating tokens: the generation
+    # table, the LLM class of the answer (generate)
+    # What it starts besides its worker, by need (run.launchers.base: ScoringServerLauncher,
+    # SparkLauncher, ...): it asks ``launcher(settings, need)`` for the one that fits the cell.
+    launches: ClassVar[tuple[type, ...]] = ()
+
+    def launcher(self, settings: Mapping[str, Any], need: type[LauncherT]) -> LauncherT:
+        """The launcher of `need` for this cell (run.launchers.for_cell: chosen there, not by the
+        scenario); ValueError for a need the scenario does not declare in ``launches``."""
+        if need not in self.launches:
+            raise ValueError(f"scenario {self.NAME!r} does not launch a {need.__name__}")
+        from devicebench.run import launchers
+
+        return launchers.for_cell(settings, need)
 
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         """Why this scenario cannot run the cell on this host (recorded ``skipped``), or None.

@@ -146,6 +146,8 @@ def run_converge(
 class Converge(InProcessScenario):
     NAME = "converge"
     MODE = "converge"
+    trains = True
+    to_target = True
     needs = Trainable
 
     def measure(self, backend, settings, dataset, quality):

@@ -14,14 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from devicebench.frameworks.generator import Generator
+from devicebench.run.launchers.base import GenerateServerLauncher
 from devicebench.scenarios.base import Scenario
 
 
 class Generate(Scenario):
     NAME = "generate"
     MODE = "generate"
+    generates = True
 
     needs = Generator  # stdlib only: the runner's skip check stays framework-free
+    launches = (GenerateServerLauncher,)  # only where `generate.serving` selects the cell
 
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         """The generator's reasons (device, format, not installed); the workload adds its own
@@ -51,7 +54,8 @@ class Generate(Scenario):
             from devicebench.generation.serving import run_serving, selected
 
             if selected(settings, serving):
-                given = (settings, dataset["prompts"], serving, started)
+                launcher = self.launcher(settings, GenerateServerLauncher)
+                given = (settings, dataset["prompts"], serving, started, launcher)
                 result["generation"]["serving"] = run_serving(*given)
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         return result

@@ -94,6 +94,8 @@ def run_infer(
 class Infer(InProcessScenario):
     NAME = "infer"
     MODE = "infer"
+    fixed_passes = True
+    scores = True
     needs = Classifier
     SETTINGS = QUALITY_SETTING  # quality: false measures speed only
 

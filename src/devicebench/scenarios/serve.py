@@ -7,14 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from devicebench.run.launchers.base import ScoringServerLauncher
 from devicebench.scenarios.base import Scenario
 
 
 class Serve(Scenario):
     NAME = "serve"
     MODE = "serve"
+    scores = True
+    serves = True
     needs = None  # the model lives in the server (workloads' make_scorer)
     uses_framework = False
+    launches = (ScoringServerLauncher,)  # uvicorn or Ray Serve, as the `server` axis says
 
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         from devicebench.serving.scoring import skip_reason
@@ -28,7 +32,7 @@ class Serve(Scenario):
         from devicebench.serving.cell import run_serve
 
         settings = dict(settings)
-        result = run_serve(settings, dataset)
+        result = run_serve(settings, dataset, self.launcher(settings, ScoringServerLauncher))
         limits.lift_memory_limit()
         if settings["framework"] != "keras-tensorflow":  # the server set it (serving.scoring)
             result["model"]["precision_math"] = precision_math(settings["precision"])

@@ -76,6 +76,8 @@ def run_train(
 class Train(InProcessScenario):
     NAME = "train"
     MODE = "train"
+    trains = True
+    fixed_passes = True
     needs = Trainable
 
     def measure(self, backend, settings, dataset, quality):

@@ -31,11 +31,8 @@ from devicebench.run.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,
-    DEFAULT_HEADER_TIMEOUT_S,
-    DEFAULT_KEEP_ALIVE_S,
     DEFAULT_MAX_CONCURRENCY,
-    DEFAULT_MAX_HEADER_BYTES,
-    DEFAULT_MAX_PER_CLIENT,
+    add_limit_arguments,
     refused,
 )
 from devicebench.serving.net import bind
@@ -252,16 +249,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_server_arguments(parser)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave)")
     parser.add_argument("--decode-workers", type=int, default=0, help="0: decode on threads")
-    parser.add_argument("--max-header-bytes", type=int, default=DEFAULT_MAX_HEADER_BYTES)
-    parser.add_argument("--header-timeout-s", type=float, default=DEFAULT_HEADER_TIMEOUT_S)
-    parser.add_argument("--keep-alive-s", type=int, default=DEFAULT_KEEP_ALIVE_S)
-    parser.add_argument("--body-timeout-s", type=float, default=BODY_TIMEOUT_S)
-    parser.add_argument(
-        "--max-connections-per-client",
-        type=int,
-        default=DEFAULT_MAX_PER_CLIENT,
-        help="connections one client host may hold (503 beyond)",
-    )
+    add_limit_arguments(parser)
     parser.add_argument(
         "--replicas", type=int, default=1, help="server processes behind the port (supervisor.py)"
     )

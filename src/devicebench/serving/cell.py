@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devicebench.measure.energy import EnergyMeter
 from devicebench.measure.marks import mark
@@ -20,8 +20,10 @@ from devicebench.measure.sampler import Sampler
 from devicebench.serving import inprocess, loadgen, slo, steady
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
-from devicebench.serving.process import ServerProcess
 from devicebench.workloads import get
+
+if TYPE_CHECKING:
+    from devicebench.run.launchers.base import ScoringServerLauncher
 
 # What a serve cell does unless the config's `tasks.<serve task>.serve` says otherwise.
 DEFAULTS: dict[str, Any] = {
@@ -70,59 +72,16 @@ def serve_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return DEFAULTS | given
 
 
-def decode_workers(serve: dict[str, Any], threads: int) -> int:
-    """Decoder processes of each server process: as set, or `auto`: a quarter of its `threads`,
-    at most 8, and none (threads of the server) below 8 threads, where extra processes would
-    crowd the model."""
-    given = serve["decode_workers"]
-    if given != "auto":
-        return int(given)
-    return min(8, threads // 4) if threads >= 8 else 0
-
-
-def make_server(
-    settings: dict[str, Any], serve: dict[str, Any], log_dir: Path, tokenizer: Path | None = None
-) -> ServerProcess:
-    """The cell's server, not started yet: uvicorn (N processes behind one port, each with its
-    model) or Ray Serve (N replicas behind Serve's proxy)."""
-    engine = settings.get("server", "uvicorn")
-    replicas = int(settings.get("replicas", 1))
-    common = dict(
-        task=settings["task"],
-        seq_len=int(settings.get("seq_len", 128)),
-        tokenizer=tokenizer,
-        framework=settings["framework"],
-        model=settings["model"],
-        device=settings["device"],
-        precision=settings["precision"],
-        engine=str(settings.get("engine", "inprocess")),
-        threads=int(settings["threads_resolved"]),
-        image_size=int(serve["image_size"]),
-        max_batch=int(settings["batch_size"]),
-        batch_wait_ms=float(serve["batch_wait_ms"]),
-        batch_buckets=str(serve["batch_buckets"]),
-        max_body_bytes=int(serve["max_body_bytes"]),
-        max_pixels=int(serve["max_pixels"]),
-        host=serve["host"],
-        log_path=log_dir / "server.log",
-    )
-    if engine == "ray-serve":
-        from devicebench.serving.ray_process import RayServeProcess
-
-        return RayServeProcess(**common, replicas=replicas, ray_address=serve["ray_address"])
-    if engine != "uvicorn":
-        raise ValueError(f"unknown server {engine!r}; known: uvicorn, ray-serve")
-    workers = decode_workers(serve, int(settings["threads_resolved"]) // replicas)
-    return ServerProcess(**common, decode_workers=workers, replicas=replicas)
-
-
-def run_serve(settings: dict[str, Any], dataset: Any) -> dict[str, Any]:
-    """Measure one serve cell; the record sections it fills."""
+def run_serve(
+    settings: dict[str, Any], dataset: Any, launcher: ScoringServerLauncher
+) -> dict[str, Any]:
+    """Measure one serve cell, its server started and stopped by `launcher` (the cell's, from
+    run.launchers); the record sections it fills."""
     serve = serve_settings(settings)
     payloads = list(dataset.x_test)
     log_dir = Path(settings.get("log_dir") or "serve-logs")
     clients = int(settings.get("clients", 20))
-    server = make_server(settings, serve, log_dir, getattr(dataset, "tokenizer", None))
+    server = launcher.server(settings, serve, log_dir, getattr(dataset, "tokenizer", None))
     kind = get(settings["task"]).client_content_type
     started = time.perf_counter()
     with server:

@@ -14,11 +14,14 @@ something was received). On top, for every route:
   1,023 of them (340 bytes/s in all) made every valid request get 503 for 60 s;
 - one client host holds at most `max_per_client` connections (503 beyond), so no one client
   takes the whole `limit_concurrency`;
+- with `max_body_bytes`, a body over it is refused (413) as it arrives: Ray Serve's proxy reads
+  every body into a queue for its replica whatever the replica does with it (ray_limits.py);
 - each refusal is one log line (`refused`), never a traceback.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from asyncio import TimerHandle
@@ -33,8 +36,22 @@ DEFAULT_KEEP_ALIVE_S = 5  # uvicorn's own default, made explicit
 DEFAULT_MAX_CONCURRENCY = 1024  # connections and requests of one process (the study: <= 384)
 DEFAULT_MAX_PER_CLIENT = DEFAULT_MAX_CONCURRENCY // 2  # above the study's 384 clients of one host
 BACKSTOP_S = 2.0  # the app answers a slow body on /predict itself; the protocol, a bit later
-REASONS = {408: "Request Timeout", 431: "Request Header Fields Too Large"}
+REASONS = {408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large"}
 REASONS[503] = "Service Unavailable"
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options bounding what a connection may cost, the same on every server engine."""
+    parser.add_argument("--max-header-bytes", type=int, default=DEFAULT_MAX_HEADER_BYTES)
+    parser.add_argument("--header-timeout-s", type=float, default=DEFAULT_HEADER_TIMEOUT_S)
+    parser.add_argument("--keep-alive-s", type=int, default=DEFAULT_KEEP_ALIVE_S)
+    parser.add_argument("--body-timeout-s", type=float, default=BODY_TIMEOUT_S)
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=DEFAULT_MAX_PER_CLIENT,
+        help="connections one client host may hold (503 beyond)",
+    )
 
 
 def refused(status: int | str, client: object, message: str) -> None:
@@ -48,13 +65,14 @@ def guarded_protocol(
     header_timeout_s: float,
     body_timeout_s: float = BODY_TIMEOUT_S,
     max_per_client: int = DEFAULT_MAX_PER_CLIENT,
+    max_body_bytes: int | None = None,
 ) -> type:
     """uvicorn's httptools protocol that closes a connection whose headers are over
     `max_header_bytes` (431) or not complete `header_timeout_s` after their first byte (408),
     or after the connection opened (an idle connection is closed without an answer); whose
-    body is not in `body_timeout_s` after its headers (408, or closed when answered already), or
-    is still arriving once the request is answered; and one over `max_per_client` connections
-    of its client host (503)."""
+    body is not in `body_timeout_s` after its headers (408, or closed when answered already), is
+    over `max_body_bytes` (413, or closed), or is still arriving once the request is answered;
+    and one over `max_per_client` connections of its client host (503)."""
     per_client: dict[str, int] = {}
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -67,6 +85,7 @@ def guarded_protocol(
             self.awaiting_headers = True
             self.header_timer: TimerHandle | None = None
             self.parsed_bytes = 0  # request line and headers the parser found, this request
+            self.body_bytes = 0  # this request's body so far
             self.refused = False
 
         def connection_made(self, transport) -> None:  # type: ignore[override]
@@ -130,12 +149,26 @@ def guarded_protocol(
                 super().send_400_response(msg)
 
         def on_headers_complete(self) -> None:
-            self.awaiting_headers, self.header_bytes = False, 0
+            self.awaiting_headers, self.header_bytes, self.body_bytes = False, 0, 0
             self.headers_done += 1
             self._stop_header_clock()
             self._stop_body_clock()
             self.body_timer = self.loop.call_later(body_timeout_s + BACKSTOP_S, self._body_timeout)
             super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            self.body_bytes += len(body)
+            if max_body_bytes is not None and self.body_bytes > max_body_bytes:
+                message = f"request body over the {max_body_bytes}-byte limit"
+                if self.cycle is not None and self.cycle.response_started:
+                    refused("close", self.client, message)
+                    self.refused = True
+                    self._stop_body_clock()
+                    self.transport.close()
+                else:
+                    self._refuse(413, message)
+                raise httptools.HttpParserError("body over the limit")  # parsing stops here
+            super().on_body(body)
 
         def on_message_complete(self) -> None:
             self._stop_body_clock()

@@ -26,7 +26,9 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from devicebench.serving.app import add_server_arguments, read_request, scorer_of
-from devicebench.serving.ray_limits import HOOK as LIMITS_HOOK
+from devicebench.serving.http_limits import add_limit_arguments, refused
+from devicebench.serving.ray_limits import runtime_env
+from devicebench.serving.uvicorn_app import add_one_line_errors, client_of
 
 APP_NAME = "devicebench"
 
@@ -60,6 +62,7 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
     from ray import serve
 
     api = FastAPI(title="devicebench scoring service (Ray Serve)")
+    add_one_line_errors(api)
     cuda = args.device.startswith("cuda")
     options = {"num_cpus": args.threads / args.replicas}
     if cuda:
@@ -123,7 +126,17 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
 
         @api.post("/predict")
         async def predict(self, request: Request) -> dict[str, Any]:
-            sample = await read_request(request, args.max_body_bytes, self.scorer, self._reject)
+            try:
+                sample = await read_request(
+                    request,
+                    args.max_body_bytes,
+                    self.scorer,
+                    self._reject,
+                    body_timeout_s=args.body_timeout_s,
+                )
+            except HTTPException as error:
+                refused(error.status_code, client_of(request), str(error.detail))
+                raise
             label, probability = await self.score(sample)
             self.counts["ok"] += 1
             return {"class": label, "score": probability}
@@ -165,6 +178,7 @@ def free_port(host: str, port: int) -> tuple[int, str]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_arguments(parser)
+    add_limit_arguments(parser)  # Serve's proxy gets them through ray_limits.py
     parser.add_argument("--threads", type=int, default=1, help="CPUs of all replicas together")
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--ray-address", default="", help="a Ray cluster to join (default: local)")
@@ -194,7 +208,7 @@ def start_ray(args: argparse.Namespace) -> None:
         return
     gpus = 1 if args.device.startswith("cuda") else 0
     ray.init(
-        runtime_env={"worker_process_setup_hook": LIMITS_HOOK},  # ray_limits.py
+        runtime_env=runtime_env(args),  # the proxy's limits: ray_limits.py
         num_cpus=args.threads,
         num_gpus=gpus,
         include_dashboard=False,
@@ -206,6 +220,7 @@ def start_ray(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the host
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every refusal's log line, not "repeated 5x"
     if not args.ray_address:
         loopback_only()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run the finally: below
@@ -221,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     start_ray(args)
     try:
         port, note = free_port(args.host, args.port)
-        serve.start(http_options={"host": args.host, "port": port, "keep_alive_timeout_s": 5})
+        http = {"host": args.host, "port": port, "keep_alive_timeout_s": args.keep_alive_s}
+        serve.start(http_options=http)
         info = {"task": args.task, "model": args.model, "framework": args.framework}
         info |= {"server": "ray-serve"}
         info |= {"replicas": args.replicas, "port": port, "port_note": note}

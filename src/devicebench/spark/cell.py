@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import io
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.spark import frames, skip_reason
-from devicebench.spark.session import master_url, start_session
+
+if TYPE_CHECKING:
+    from devicebench.run.launchers.base import SparkLauncher
 
 
 def _train_untimed(backend, settings: dict[str, Any]) -> None:
@@ -29,9 +31,10 @@ def _train_untimed(backend, settings: dict[str, Any]) -> None:
 
 
 def run_spark_infer(
-    backend, settings: dict[str, Any], dataset: Any, *, quality: w.Quality
+    backend, settings: dict[str, Any], dataset: Any, *, quality: w.Quality, spark: SparkLauncher
 ) -> dict[str, Any]:
-    """Measure one Spark infer cell and return the record sections it fills."""
+    """Measure one Spark infer cell, its session started and stopped by `spark` (the cell's
+    launcher, from run.launchers), and return the record sections it fills."""
     import torch
 
     reason = skip_reason(settings)
@@ -49,18 +52,17 @@ def run_spark_infer(
     engine = settings["engine"]
     buffer = io.BytesIO()
     torch.save(backend.model.state_dict(), buffer)
-    spark = start_session(settings)
-    try:  # the weights reach the executors as a broadcast: no shared file system needed
-        spec = frames.model_spec(backend, settings, spark.sparkContext.broadcast(buffer.getvalue()))
+    with spark.session(settings) as session:  # stopped however the scoring ends
+        # the weights reach the executors as a broadcast: no shared file system needed
+        weights = session.sparkContext.broadcast(buffer.getvalue())
+        spec = frames.model_spec(backend, settings, weights)
         window = w.Window(settings).start()
         run = run_streaming if engine == "spark-streaming" else run_batch
         timings, windows, passes, predicted, loss, info, extra = run(
-            spark, spec, settings, x_test, y_test
+            session, spec, settings, x_test, y_test
         )
         window.stop(len(y_test) * sum(passes))
-        info |= {"master": master_url(settings), "spark_version": spark.version}
-    finally:
-        spark.stop()
+        info |= {"master": spark.master(settings), "spark_version": session.version}
     if engine == "spark-streaming":
         timings["latency_ms"] = latency_percentiles(extra)
         timings["latency_what"] = "end to end per micro-batch: file landed -> predictions on driver"

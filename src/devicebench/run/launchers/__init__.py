@@ -1,9 +1,12 @@
-"""Launchers: how a cell's worker is started, chosen in one place (``for_cell``).
+"""Launchers: what starts the processes a cell runs in, chosen in one place (``for_cell``).
 
-Each module here but ``base`` defines ``LAUNCHER``; the default one (``inprocess``: one worker
-process, ``Launcher.default``) takes any cell no other launcher claims, ``torchrun`` the
-data-parallel ones. A scoring
-server or a Spark session is started by its scenario inside the worker, not by the runner.
+Each module here but ``base`` defines ``LAUNCHER``, an instance of one need's base class
+(``base.WorkerLauncher``, ``ScoringServerLauncher``, ``GenerateServerLauncher``,
+``SparkLauncher``). The runner asks for the cell's worker launcher (``inprocess``, the default:
+one worker process; ``torchrun``: the data-parallel ranks); a scenario asks, by the need it
+declares (``Scenario.launches``), for the server or Spark session it measures through, and gets
+it started and stopped by the launcher (``server``/``ray_serve``, ``generate_server``,
+``spark``), not by a branch of its own.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
-from devicebench.run.launchers.base import Launcher
+from devicebench.run.launchers.base import Launcher, WorkerLauncher
+
+NeedT = TypeVar("NeedT", bound=Launcher)
 
 
 @cache
@@ -24,13 +29,22 @@ def found() -> dict[str, Launcher]:
     return {name: importlib.import_module(f"{__name__}.{name}").LAUNCHER for name in sorted(names)}
 
 
-def for_cell(settings: Mapping[str, Any]) -> Launcher:
-    """The launcher that starts a cell: the one other than the default that fits, else the
-    default; ValueError where two claim it."""
-    launchers = found()
+def of_need(need: type[NeedT]) -> dict[str, NeedT]:
+    """The launchers that start what `need` is (a base class of base.py), by module name."""
+    return {name: one for name, one in found().items() if isinstance(one, need)}
+
+
+def for_cell(settings: Mapping[str, Any], need: type[NeedT] = WorkerLauncher) -> NeedT:
+    """The launcher of `need` for a cell (by default: what starts its worker): the one other than
+    the need's default that fits, else the default; ValueError where two claim it, or where none
+    does and the need has no default."""
+    launchers = of_need(need)
     claims = [n for n, one in launchers.items() if not one.default and one.fits(settings)]
     if len(claims) > 1:
         raise ValueError(f"launchers {', '.join(claims)} all claim the cell; one may")
     if claims:
         return launchers[claims[0]]
-    return next(one for one in launchers.values() if one.default)
+    default = [one for one in launchers.values() if one.default]
+    if not default:
+        raise ValueError(need.unclaimed(settings, launchers))
+    return default[0]

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from devicebench.run.launchers.base import Launcher
+from devicebench.run.launchers.base import WorkerLauncher
 
 
-class InProcess(Launcher):
+class InProcess(WorkerLauncher):
     default = True
 
     def fits(self, settings: Mapping[str, Any]) -> bool:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from devicebench.distributed import launch
-from devicebench.run.launchers.base import Launcher
+from devicebench.run.launchers.base import WorkerLauncher
 
 
-class Torchrun(Launcher):
+class Torchrun(WorkerLauncher):
     def fits(self, settings: Mapping[str, Any]) -> bool:
         return launch.world_size(dict(settings)) > 1
 
