@@ -75,6 +75,25 @@ def print_paths(members: list, missing: Path | None) -> None:
             print(Path("results/cells") / f"{record_id(member)}.json")
 
 
+def warn_missing_sweeps(config: Path, members: list, records: Path) -> None:
+    """On stderr: a selected confirm step whose sweep records are not under `records`
+    (snakemake would run those sweep cells first, which a call has no time for)."""
+    study, cells = study_cells(config)
+    groups = confirm_groups(cells, study["tasks"])
+    for member in members:
+        if isinstance(member, str) and member in groups:
+            absent = [
+                c for c in groups[member].members if not (records / f"{c.cell_id}.json").exists()
+            ]
+            if absent:
+                print(
+                    f"[blocks] {member}: {len(absent)} of its {len(groups[member].members)} sweep "
+                    f"records are not under {records}; snakemake runs them first (carry them, or "
+                    "run the sweep blocks on this machine before)",
+                    file=sys.stderr,
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path)
@@ -89,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.block or args.pattern is not None:
-            print_paths(selected(args.config, args.block, args.pattern), args.missing)
+            members = selected(args.config, args.block, args.pattern)
+            print_paths(members, args.missing)
+            if args.missing is not None:
+                warn_missing_sweeps(args.config, members, args.missing)
             return 0
         blocks = study_blocks(args.config)
     except ConfigError as error:

@@ -311,9 +311,12 @@ def test_a_sweep_without_its_confirm_record_gives_no_verdict(tmp_path):
 
 
 def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):
+    said = []
+
     def blocks(*args: str) -> str:
         command = [sys.executable, str(REPO / "scripts" / "blocks.py"), *args]
         done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO)
+        said.append(done.stderr)
         return done.stdout
 
     config = str(REPO / "config" / "h100_serving.yaml")
@@ -322,6 +325,7 @@ def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):
         "results/cells/confirm/task~serve_image/model~resnet50/device~cpu.json",
         "results/cells/confirm/task~serve_image/model~resnet50/device~cuda.json",
     ]
+    assert "confirm/task~serve_image/model~resnet50/device~cpu: 8 of its 8 sweep records" in said[0]
     assert len(blocks(config, "--pattern", "^confirm/").split()) == 8
     done = tmp_path / wanted[0].removeprefix("results/cells/")
     done.parent.mkdir(parents=True)
