@@ -204,9 +204,6 @@ def test_no_package_name_is_shadowed_by_its_submodule():
 # serves, ...: scenarios.modes), not by mode names; the serving tables' own entries are left to
 # the serving work of 2026-11-28.
 MODE_DISPATCH_LEFT = {
-    "aggregate/serving.py": 1,
-    "aggregate/serving_best.py": 2,
-    "aggregate/serving_slo.py": 1,
     "distributed/launch.py": 1,
     "engines/cell.py": 1,
     "frameworks/transformer_backend.py": 1,

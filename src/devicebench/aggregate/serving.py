@@ -24,6 +24,7 @@ from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
 from devicebench.aggregate.serving_best import ROLES, slo_role
+from devicebench.scenarios import modes
 
 SERVING_COLUMNS = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
@@ -146,7 +147,7 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
         record, wrong = read_record(path)
         if wrong:
             continue  # the cells table (not_ok) reports it, with the reason
-        if (record.get("axes") or {}).get("mode") == "serve":
+        if (record.get("axes") or {}).get("mode") in modes(serves=True):
             rows.append(_row(record, prices))
     df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))
     keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]

@@ -22,6 +22,7 @@ import pandas as pd
 
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
+from devicebench.scenarios import modes
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
@@ -57,7 +58,7 @@ def slo_role(record: Mapping[str, Any]) -> str:
 def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict's columns of the cells frame (collect.py) for a serve record; {} otherwise."""
     axes = record.get("axes") or {}
-    if not isinstance(axes, Mapping) or axes.get("mode") != "serve":
+    if not isinstance(axes, Mapping) or axes.get("mode") not in modes(serves=True):
         return {}
     serving = record.get("serving") if isinstance(record.get("serving"), Mapping) else {}
     found = serving.get("slo") if isinstance(serving.get("slo"), Mapping) else None
@@ -79,7 +80,7 @@ def is_serve(cells: pd.DataFrame) -> pd.Series:
     """Which rows of the cells frame are serve cells."""
     if "mode" not in cells:
         return pd.Series(False, index=cells.index)
-    return cells["mode"].astype(str).eq("serve")
+    return cells["mode"].astype(str).isin(modes(serves=True))
 
 
 def serve_rows(

@@ -30,6 +30,7 @@ from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
 from devicebench.aggregate.serving_best import ROLES, slo_columns, slo_role
+from devicebench.scenarios import modes
 
 IDENTITY = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "server",
@@ -97,7 +98,7 @@ def _slo_row(record: Mapping[str, Any], prices: dict[str, Any]) -> dict[str, Any
 def _serve_records(paths: list[Path]):
     for path in paths:
         record, wrong = read_record(path)
-        if not wrong and (record.get("axes") or {}).get("mode") == "serve":
+        if not wrong and (record.get("axes") or {}).get("mode") in modes(serves=True):
             yield record
 
 
