@@ -197,16 +197,16 @@ def test_no_package_name_is_shadowed_by_its_submodule():
     assert shadowed == []
 
 
-# Where a mode or engine is still told apart by its name outside the registries (file: count of
-# comparisons). Known debt in the serving area and a few loops: the list may only shrink; a new
-# file or a higher count fails, and so does a stale entry. The aggregate and the report tell
-# records apart by what their scenario says they mean (Scenario.trains, to_target, scores,
-# serves, ...: scenarios.modes), not by mode names; the serving tables' own entries are left to
-# the serving work of 2026-11-28.
+# Where a mode or engine is still told apart by its name outside the registries (file: count).
+# Known debt: the lists may only shrink; a new file or a higher count fails, and so does a stale
+# entry. Modes are counted precisely (_dispatch: a comparison, membership test, match or dict
+# lookup of a mode value against a mode's name); engines still by the coarse _mentions, the
+# serving tables' own entries being left to the serving work of 2026-11-28. The aggregate and
+# the report tell records apart by what their scenario says they mean (Scenario.trains,
+# to_target, scores, serves, ...: scenarios.modes), not by mode names.
 MODE_DISPATCH_LEFT = {
     "distributed/launch.py": 1,
     "engines/cell.py": 1,
-    "frameworks/transformer_backend.py": 1,
     "measure/flops.py": 2,
     "measure/profiling.py": 1,
     "plan/config.py": 1,
@@ -215,10 +215,7 @@ MODE_DISPATCH_LEFT = {
     "plan/grid.py": 7,  # + infer cells train a reference where the task asks
     "plan/packing.py": 1,
     "spark/__init__.py": 1,
-    "workloads/conll_ner/backend.py": 6,
-    "workloads/serve_image.py": 1,
-    "workloads/serve_text.py": 1,
-    "workloads/textgen_llm.py": 1,
+    "workloads/conll_ner/backend.py": 4,
 }
 ENGINE_DISPATCH_LEFT = {
     "aggregate/serving.py": 1,
@@ -248,8 +245,10 @@ INPROCESS_LEFT = {
 REGISTRIES = {"scenarios/__init__.py", "engines/__init__.py", "plan/cellspec.py"}
 
 
-def _dispatch(word: str, names: set[str]) -> dict[str, int]:
-    """file -> comparisons (or calls) that test a value named `word` against one of `names`."""
+def _mentions(word: str, names: set[str]) -> dict[str, int]:
+    """file -> comparisons (or calls) that mention `word` and one of `names`: the coarse count
+    the engine debt list is kept in (it counts `.get("engine", "inprocess")` defaults and
+    `engine.startswith("spark")` prefix tests too)."""
     found: dict[str, int] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = str(path.relative_to(PACKAGE))
@@ -268,6 +267,85 @@ def _dispatch(word: str, names: set[str]) -> dict[str, int]:
     return found
 
 
+def _is_word(name: str, word: str) -> bool:
+    """`mode`, `spec_modes`, `MODE`: a name whose `_`-separated parts hold `word` (or its
+    plural), not one that merely contains it (`model`)."""
+    return bool({word, f"{word}s"} & set(name.lower().split("_")))
+
+
+def _reads(node: ast.AST, word: str) -> bool:
+    """Whether an expression reads a value named `word`: `mode`, `cell.mode`, `spec.modes`,
+    `settings["mode"]`, `settings.get("mode")`, `str(settings["mode"])`, `cell_mode(x)`."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and _is_word(inner.id, word):
+            return True
+        if isinstance(inner, ast.Attribute) and _is_word(inner.attr, word):
+            return True
+        key = None
+        if isinstance(inner, ast.Subscript):
+            key = inner.slice
+        elif isinstance(inner, ast.Call) and ast.unparse(inner.func).endswith(".get"):
+            key = inner.args[0] if inner.args else None
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            if _is_word(key.value, word):
+                return True
+    return False
+
+
+def _literal(node: ast.AST, names: set[str]) -> bool:
+    """A literal naming one of `names`: "train", or a tuple, list or set holding one."""
+    if isinstance(node, ast.Constant):
+        return node.value in names
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_literal(element, names) for element in node.elts)
+    return False
+
+
+def _dispatches(tree: ast.AST, word: str, names: set[str]) -> list[ast.AST]:
+    """The places that tell a value named `word` apart by one of `names`: a comparison or a
+    membership test (`mode == "train"`, `mode in ("train", "infer")`, `settings["mode"] !=
+    "train"`, `"train" in spec.modes`), a `match` over it with such a case, and a dict literal
+    keyed by them indexed with it. A data split (`data["train"]`), a method (`.train(...)`) or a
+    declaration (`TaskSpec(modes=("serve",))`) is no dispatch."""
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for left, right in zip(operands, operands[1:], strict=False):
+                if (_reads(left, word) and _literal(right, names)) or (
+                    _reads(right, word) and _literal(left, names)
+                ):
+                    found.append(node)
+                    break
+        elif isinstance(node, ast.Match) and _reads(node.subject, word):
+            values = [
+                n.value
+                for case in node.cases
+                for n in ast.walk(case.pattern)
+                if isinstance(n, ast.MatchValue)
+            ]
+            if any(_literal(value, names) for value in values):
+                found.append(node)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
+            keyed = any(key is not None and _literal(key, names) for key in node.value.keys)
+            if keyed and _reads(node.slice, word):
+                found.append(node)
+    return found
+
+
+def _dispatch(word: str, names: set[str]) -> dict[str, int]:
+    """file -> places that tell a value named `word` apart by one of `names` (_dispatches)."""
+    found: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = str(path.relative_to(PACKAGE))
+        if relative in REGISTRIES:
+            continue
+        count = len(_dispatches(ast.parse(path.read_text()), word, names))
+        if count:
+            found[relative] = count
+    return found
+
+
 def test_no_mode_is_told_apart_by_name_outside_the_registries():
     from devicebench import scenarios
 
@@ -280,7 +358,7 @@ def test_no_engine_is_told_apart_by_name_outside_the_registries():
     from devicebench import engines
 
     names = set(engines.axis_values()) | {"spark"}  # "spark": a prefix test
-    assert _dispatch("engine", names) == ENGINE_DISPATCH_LEFT
+    assert _mentions("engine", names) == ENGINE_DISPATCH_LEFT
 
 
 def test_inprocess_is_named_only_where_the_engine_registry_defines_it():
@@ -313,12 +391,41 @@ def test_servers_spark_sessions_and_ranks_are_started_only_by_the_launchers():
     assert found == []
 
 
+PLANTED_DISPATCHES = """
+if settings['mode'] == 'serve':
+    pass
+ok = mode in ('train', 'infer')
+ok = values["mode"] != "train"
+ok = "train" not in spec.modes
+ok = str(settings.get("mode")) == "infer"
+ok = "converge" == cell.mode
+match settings["mode"]:
+    case "train":
+        pass
+run = {"train": 1, "infer": 2}[mode]
+"""
+NOT_DISPATCHES = """
+split = data["train"]
+flag = self.train
+inputs = view.inputs("train", batch)
+trained.train(flag)
+ok = self.model == "infer"
+spec = TaskSpec(models=("a",), modes=("serve",))
+ok = mode in scenarios.modes(trains=True)
+ok = engine == "train"
+"""
+
+
 def test_the_dispatch_finder_finds_a_dispatch(tmp_path, monkeypatch):
     package = tmp_path / "devicebench"
     package.mkdir()
-    (package / "x.py").write_text("if settings['mode'] == 'serve':\n    pass\n")
+    (package / "x.py").write_text(PLANTED_DISPATCHES)
+    (package / "y.py").write_text(NOT_DISPATCHES)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
-    assert _dispatch("mode", {"serve"}) == {"x.py": 1}
+    modes = {"train", "infer", "serve", "converge"}
+    assert _dispatch("mode", modes) == {"x.py": 8}
+    lines = [n.lineno for n in _dispatches(ast.parse(PLANTED_DISPATCHES), "mode", modes)]
+    assert sorted(lines) == [2, 4, 5, 6, 7, 8, 9, 12]
 
 
 def test_every_scenario_engine_and_workload_on_disk_is_found_by_its_registry():
