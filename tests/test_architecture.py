@@ -209,11 +209,6 @@ MODE_DISPATCH_LEFT = {
     "engines/cell.py": 1,
     "measure/flops.py": 2,
     "measure/profiling.py": 1,
-    "plan/config.py": 1,
-    "plan/converge.py": 3,
-    "plan/gpu_compile.py": 1,
-    "plan/grid.py": 7,  # + infer cells train a reference where the task asks
-    "plan/packing.py": 1,
     "spark/__init__.py": 1,
     "workloads/conll_ner/backend.py": 4,
 }

@@ -196,10 +196,10 @@ def _check_test_samples(
 
 def _check_converge(task: str, given: dict[str, Any]) -> None:
     """A converge section needs a task that trains, and a dataset it can read."""
-    from devicebench.plan.converge import check
+    from devicebench.plan.converge import check, trains
 
     TASKS = specs()  # noqa: N806 - the registry's specs by name
-    if "train" not in TASKS[task].modes:
+    if not trains(TASKS[task].modes):
         raise ConfigError(f"config key tasks.{task}.converge: task {task} does not train")
     try:
         check(given, TASKS[task].dataset)

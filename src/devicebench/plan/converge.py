@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from devicebench.scenarios import modes
+
 # What `tasks.<task>.converge` may say; `target` is required.
 DEFAULTS: dict[str, Any] = {
     "metric": "accuracy",
@@ -70,16 +72,24 @@ def cell_dataset(task_dataset: str, settings: dict[str, Any]) -> str:
     return (settings.get("converge") or {}).get("dataset") or task_dataset
 
 
+def trains(spec_modes: tuple[str, ...]) -> bool:
+    """Whether a task trains: one of its modes trains a fixed run (train; the scenarios'
+    traits say which), so that a converge section can train it to a target."""
+    return bool(set(spec_modes) & set(modes(trains=True, to_target=False)))
+
+
 def task_modes(study_modes: list[str], spec_modes: tuple[str, ...], settings: dict) -> list[str]:
-    """A task's modes in the grid: its own, and converge where it trains and has a target."""
-    able = "train" in spec_modes and "converge" in settings
-    return [mode for mode in study_modes if mode in spec_modes or (mode == "converge" and able)]
+    """A task's modes in the grid: its own, and those that train to a target (converge) where
+    it trains and has a target."""
+    able = "converge" in settings and trains(spec_modes)
+    to_target = modes(to_target=True) if able else ()
+    return [mode for mode in study_modes if mode in spec_modes or mode in to_target]
 
 
 def wanted(mode: str, framework: str, settings: dict[str, Any]) -> bool:
     """False for a converge cell in a framework its `converge.frameworks` leaves out."""
     frameworks = (settings.get("converge") or {}).get("frameworks")
-    return mode != "converge" or not frameworks or framework in frameworks
+    return not frameworks or framework in frameworks or mode not in modes(to_target=True)
 
 
 def converge_run(task_dataset: str, settings: dict[str, Any]) -> dict[str, Any]:

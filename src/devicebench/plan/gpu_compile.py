@@ -12,13 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from devicebench.plan.config import ConfigError
+from devicebench.scenarios import modes
 
 
 def compiled_axes(
     task: str, settings: dict[str, Any], spec_axes: dict[str, Any], values: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """[{}] (the eager cell, no axis), plus {"compile": "compiled"} where the task asks and the
-    cell is a torch GPU train or infer cell."""
+    cell is a torch GPU cell that repeats a pass of fixed samples (train, infer: scenarios'
+    `fixed_passes`)."""
     if not settings.get("gpu_compiled"):
         return [{}]
     if "compile" in spec_axes:
@@ -26,6 +28,6 @@ def compiled_axes(
             f"tasks.{task}.gpu_compiled: {task} has its own compile axis; use `compiles`"
         )
     torch_gpu = values["framework"] == "torch" and values["device"] == "cuda"
-    if not torch_gpu or values["mode"] not in ("train", "infer"):
+    if not torch_gpu or values["mode"] not in modes(fixed_passes=True):
         return [{}]
     return [{}, {"compile": "compiled"}]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from devicebench import scenarios
 from devicebench.engines import ENGINE_FORMATS, IN_PROCESS, MODEL_ENGINES, options_class
@@ -51,6 +51,7 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
     """All cells of a checked study, exclusions removed; raise if an exclusion matches nothing."""
     cells = []
     devices = device_entries(study["devices"])
+    kinds = ModeKinds.ask()
     for task, settings in study["tasks"].items():
         spec = specs()[task]
         models = settings.get("models", list(spec.models))
@@ -98,19 +99,11 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
                 )
             )
             weights, source = cell_weights(settings, model)  # none for random weights
-            mode_run = run | converge_run(spec.dataset, settings) if mode == "converge" else run
-            if device == "cpu" and mode in ("train", "infer") and "cpu_steps_per_epoch" in settings:
-                mode_run = mode_run | {"steps_per_epoch": settings["cpu_steps_per_epoch"]}
-            if mode == "infer":  # a trained reference on real data, where the task asks
-                mode_run = mode_run | reference_run(settings)
-            if mode in ("train", "infer") and "test_samples" in settings:
-                mode_run = mode_run | {"test_samples": settings["test_samples"]}
-            if settings.get("quality") is False and "quality" in scenarios.settings_of(mode):
-                mode_run = mode_run | {"quality": False}
+            mode_run = _mode_run(run, mode, kinds, settings, spec.dataset, device)
             packed = copies_axes(study, task, settings, device, threads, mode)
             compiled = compiled_axes(task, settings, spec.axes, values)
             for (scale, more), copies, compile_ in itertools.product(
-                _scale_axes(study, mode, settings, values), packed, compiled
+                _scale_axes(study, mode, kinds, settings), packed, compiled
             ):
                 if not runnable(values, scale | compile_, generator="generator" in dict(extra)):
                     continue
@@ -120,6 +113,55 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
         raise ConfigError(_empty_grid_reason(study))
     cells = _apply_exclusions(cells, study.get("exclude", []))
     return _apply_profiles(cells, study.get("profile_cells", []))
+
+
+class ModeKinds(NamedTuple):
+    """The modes the grid plans alike, as their scenarios' traits say (scenarios.modes), asked
+    once per grid: the grid never names a mode."""
+
+    fixed: tuple[str, ...]  # a pass of fixed samples (train, infer)
+    to_target: tuple[str, ...]  # training to a target (converge)
+    fixed_training: tuple[str, ...]  # training a fixed run (train): the `gpus` axis
+    scoring: tuple[str, ...]  # scoring a given classifier (infer, serve): task `engines`
+    batch_scoring: tuple[str, ...]  # in the cell's process (infer): `infer_engines`
+
+    @classmethod
+    def ask(cls) -> ModeKinds:
+        """The kinds, from the scenario registry now."""
+        return cls(
+            fixed=scenarios.modes(fixed_passes=True),
+            to_target=scenarios.modes(to_target=True),
+            fixed_training=scenarios.modes(trains=True, to_target=False),
+            scoring=scenarios.modes(scores=True),
+            batch_scoring=scenarios.modes(scores=True, serves=False),
+        )
+
+
+def _mode_run(
+    run: dict[str, Any],
+    mode: str,
+    kinds: ModeKinds,
+    task: dict[str, Any],
+    dataset: str,
+    device: str,
+) -> dict[str, Any]:
+    """The run settings of a mode's cells, from what its scenarios say they measure, not from
+    its name: a mode that trains to a target reads its converge section; one that repeats a
+    pass of fixed samples has it shortened on the CPU (`cpu_steps_per_epoch`) and its held-out
+    set cut (`test_samples`); batch scoring judges a reduced format against a trained reference
+    where the task asks (`trained_reference`)."""
+    fixed = mode in kinds.fixed
+    if mode in kinds.to_target:
+        run = run | converge_run(dataset, task)
+    if device == "cpu" and fixed and "cpu_steps_per_epoch" in task:
+        run = run | {"steps_per_epoch": task["cpu_steps_per_epoch"]}
+    if mode in kinds.batch_scoring:  # a trained reference on real data, where the task asks
+        run = run | reference_run(task)
+    if fixed and "test_samples" in task:
+        run = run | {"test_samples": task["test_samples"]}
+    if task.get("quality") is False and "quality" in scenarios.settings_of(mode):
+        run = run | {"quality": False}
+    return run
 
 
 def _task_devices(devices: list[tuple[str, Any]], task: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -134,18 +176,19 @@ def _task_devices(devices: list[tuple[str, Any]], task: dict[str, Any]) -> list[
 
 
 def _scale_axes(
-    study: dict[str, Any], mode: str, task: dict[str, Any], values: dict[str, Any]
+    study: dict[str, Any], mode: str, kinds: ModeKinds, task: dict[str, Any]
 ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """(extra axes, engine options) of a cell's scale-out variants, only where the config asks,
-    so that other configs keep their cell paths and hashes: the `gpus` axis of train cells
-    (devices on CUDA, ranks on the CPU) and the `engine` axis of infer cells (study key
-    `infer_engines`: Spark, ONNX Runtime, OpenVINO) and of a task's infer and serve cells (task
-    key `engines`). From a task's `engines` alone, `inprocess` (torch, the default) adds no axis,
-    so a config that adds engines keeps its in-process cells' ids."""
-    if mode == "train" and "gpus" in study:
+    so that other configs keep their cell paths and hashes: the `gpus` axis of cells that train
+    a fixed run (train: devices on CUDA, ranks on the CPU) and the `engine` axis of batch
+    scoring cells (infer; study key `infer_engines`: Spark, ONNX Runtime, OpenVINO) and of a
+    task's scoring cells (infer and serve; task key `engines`), as their scenarios' traits say.
+    From a task's `engines` alone, `inprocess` (torch, the default) adds no axis, so a config
+    that adds engines keeps its in-process cells' ids."""
+    if mode in kinds.fixed_training and "gpus" in study:
         return [({"gpus": count}, None) for count in study["gpus"]]
-    study_engines = study.get("infer_engines") if mode == "infer" else None
-    task_engines = task.get("engines") if mode in ("infer", "serve") else None
+    study_engines = study.get("infer_engines") if mode in kinds.batch_scoring else None
+    task_engines = task.get("engines") if mode in kinds.scoring else None
     if study_engines is None and task_engines is None:
         return [({}, None)]
     variants = []

@@ -14,16 +14,19 @@ from typing import Any
 
 from devicebench.measure.devices import host_cores
 from devicebench.plan.config import ConfigError
+from devicebench.scenarios import modes
 
 
 def copies_axes(
     study: dict[str, Any], task: str, settings: dict[str, Any], device: str, threads: Any, mode: str
 ) -> list[dict[str, Any]]:
     """The `copies` axis values of one cell: [{}] (the plain cell, no axis) plus, where the
-    task's `cpu_copies` maps this CPU train or infer cell's thread count to N, the packed cell."""
+    task's `cpu_copies` maps this CPU cell's thread count to N, the packed cell: a cell that
+    repeats a pass of fixed samples (train, infer: scenarios' `fixed_passes`), whose summed
+    throughput means something."""
     wanted = settings.get("cpu_copies") or {}
     copies = wanted.get(str(threads))
-    if not copies or copies == 1 or device != "cpu" or mode not in ("train", "infer"):
+    if not copies or copies == 1 or device != "cpu" or mode not in modes(fixed_passes=True):
         return [{}]
     cores = int(((study.get("devices") or {}).get("cpu") or {}).get("cores") or host_cores())
     if threads == "all" or int(copies) * int(threads) > cores:
