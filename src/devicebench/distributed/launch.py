@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from devicebench.measure.devices import cuda_device_count
+from devicebench.scenarios import modes
 
 
 def world_size(settings: dict[str, Any]) -> int:
@@ -37,7 +38,7 @@ def skip_reason(settings: dict[str, Any]) -> str | None:
             f"framework {settings['framework']} with gpus={world}: data-parallel cells run on "
             "torch DDP only (Keras' distribution API is not wired into this study)"
         )
-    if settings["mode"] != "train":
+    if settings["mode"] not in modes(trains=True, to_target=False):  # a fixed run, not converge
         return f"gpus={world} applies to train cells only"
     if settings["device"] == "cuda":
         have = visible_gpus()

@@ -25,6 +25,7 @@ from devicebench.engines.agreement import (
 from devicebench.engines.base import Batch, EngineView, LoadOptions
 from devicebench.engines.cpu_features import cpu_features, format_note
 from devicebench.run import window as w
+from devicebench.scenarios import modes
 
 CALIBRATION_BATCHES = 8  # int8: training batches the quantizer calibrates on (at most)
 ATTENTION_WORDS = ("Attention", "LSTM", "GRU", "RNN")
@@ -134,8 +135,10 @@ class EngineBackend:
 
 
 def wrap_backend(backend: Any, settings: dict[str, Any]) -> Any:
-    """The backend an infer cell times: the engine's wrapper for model engines, else as is."""
-    if settings.get("engine") in engines.MODEL_ENGINES and settings["mode"] == "infer":
+    """The backend a batch scoring cell (infer: scenarios' `scores`, not `serves`) times: the
+    engine's wrapper for model engines, else as is."""
+    batch_scoring = settings["mode"] in modes(scores=True, serves=False)
+    if settings.get("engine") in engines.MODEL_ENGINES and batch_scoring:
         return EngineBackend(backend, settings)
     return backend
 

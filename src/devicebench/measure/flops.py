@@ -15,6 +15,14 @@ from typing import Any
 _LAST_NET: tuple[Hashable, Any] | None = None  # (key, network) of the last count
 
 
+def with_backward(mode: str) -> bool:
+    """Whether a pass of `mode` ("train" or "infer", a record's two counts) is counted forward
+    and backward: a mode whose scenario trains its model (scenarios' `trains`)."""
+    from devicebench.scenarios import modes
+
+    return mode in modes(trains=True)
+
+
 def net_for_counting(key: Hashable, build: Callable[[], Any]) -> Any:
     """The network to count on: built once for a record's two counts (train, then infer).
 
@@ -63,9 +71,10 @@ def count_flops(net: Any, inputs: Any, mode: str) -> float:
         for module in net.modules()
         if isinstance(module, torch.nn.LSTM)
     ]
+    backward = with_backward(mode)
     counter = flop_counter()  # convolution backward counted per group
     try:
-        if mode == "train":
+        if backward:
             net.train()
             with counter:
                 net(*args, **kwargs).float().sum().backward()
@@ -77,5 +86,5 @@ def count_flops(net: Any, inputs: Any, mode: str) -> float:
     finally:
         for hook in hooks:
             hook.remove()
-    lstm = sum(lstm_forward) * (3 if mode == "train" else 1)  # per sequence already
+    lstm = sum(lstm_forward) * (3 if backward else 1)  # per sequence already
     return counter.get_total_flops() / samples + lstm

@@ -14,15 +14,18 @@ PROFILE_STEPS = 5
 
 
 def profile_backend(backend: Any, settings: dict[str, Any], steps: int = PROFILE_STEPS) -> dict:
-    """Profile `steps` train steps (or inference batches) of a torch backend."""
+    """Profile `steps` train steps of a cell that trains a fixed run (train: scenarios' `trains`,
+    not `to_target`), else `steps` inference batches, of a torch backend."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+
+    from devicebench.scenarios import modes
 
     activities = [ProfilerActivity.CPU]
     cuda = str(settings["device"]) == "cuda" and torch.cuda.is_available()
     if cuda:
         activities.append(ProfilerActivity.CUDA)
-    train = settings["mode"] == "train"
+    train = settings["mode"] in modes(trains=True, to_target=False)
     run = backend.train_steps if train else backend.infer_batches
     run(1)  # settle after evaluation, outside the profile
     with profile(activities=activities) as prof:

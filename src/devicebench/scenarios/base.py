@@ -71,7 +71,8 @@ class Scenario(ABC):
         the engine's reasons (an engine or number format this cell cannot run)."""
         from devicebench import engines, spark
 
-        return spark.skip_reason(dict(settings)) or engines.skip_reason(dict(settings))
+        reason = spark.skip_reason(dict(settings), claimed=self.ENGINES)
+        return reason or engines.skip_reason(dict(settings))
 
     @abstractmethod
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:

@@ -42,12 +42,16 @@ class SparkOptions(EngineOptions):
 OPTIONS = SparkOptions
 
 
-def skip_reason(settings: dict) -> str | None:
-    """Why a Spark infer cell cannot run, or None (checked before the cell starts any work)."""
+def skip_reason(settings: dict, *, claimed: tuple[str, ...]) -> str | None:
+    """Why a Spark infer cell cannot run, or None (checked before the cell starts any work).
+
+    `claimed` are the engines the cell's scenario claims (``Scenario.ENGINES``): a Spark engine
+    runs only under the scenario that claims it (spark_infer, of infer cells), so that this
+    module tells no mode apart by its name."""
     engine = cell_engine(settings)
     if engine not in SPARK_ENGINES:
         return None
-    if settings["mode"] != "infer":
+    if engine not in claimed:
         return f"engine {engine} applies to infer cells only"
     if settings["framework"] != "torch" or settings["device"] != "cpu":
         return (

@@ -57,6 +57,7 @@ def count_flops(
     from devicebench.data.conll import LABELS
     from devicebench.data.wordpiece import BERT_VOCAB
     from devicebench.measure.flop_formulas import flop_counter
+    from devicebench.measure.flops import with_backward
 
     architecture, size = model
     if config is None:  # a pretrained checkpoint passes its own
@@ -67,9 +68,10 @@ def count_flops(
     starts = torch.arange(1, words + 1).repeat(count, 1)
     spelled = torch.randint(2, num_chars, (count, words, chars))
     trained = build_trained(architecture, config, num_chars, 0)
-    trained.train(mode == "train")
+    backward = with_backward(mode)
+    trained.train(backward)
     counter = flop_counter()
-    with counter, torch.set_grad_enabled(mode == "train"):
+    with counter, torch.set_grad_enabled(backward):
         if architecture == "bert_tokencls":
             out = trained(ids, mask)
         else:
@@ -78,14 +80,14 @@ def count_flops(
             else:
                 embedded = torch.zeros(count, words, config.hidden_size)
             out = trained(embedded, spelled, torch.full((count,), words))
-        if mode == "train":
+        if backward:
             out.sum().backward()
     flops = counter.get_total_flops() / count
     if architecture == "bilstm_cnn_bert":  # the counter has no formula for aten::lstm: add it
         lstm = trained.lstm
         per_step = 2 * 4 * lstm.hidden_size * (lstm.input_size + lstm.hidden_size)
         forward = 2 * words * per_step  # two directions, multiply-adds as 2 FLOPs
-        flops += 3 * forward if mode == "train" else forward  # backward = 2 x forward
+        flops += 3 * forward if backward else forward  # backward = 2 x forward
     return flops
 
 
