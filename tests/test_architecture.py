@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dispatch_finder import dispatch, dispatches, mentions
 
 from devicebench.workloads import NAMES, get
 from devicebench.workloads.base import Workload
@@ -197,13 +198,13 @@ def test_no_package_name_is_shadowed_by_its_submodule():
     assert shadowed == []
 
 
-# Where an engine is still told apart by its name outside the registries (file: count of
-# comparisons or calls that mention one, _mentions). Known debt in the serving area: the lists
+# Where an engine is still told apart by its name outside the registries (file: comparisons or
+# calls that mention one, dispatch_finder.mentions). Known debt in the serving area: the lists
 # may only shrink; a new file or a higher count fails, and so does a stale entry (the serving
 # tables' own entries are left to the serving work of 2026-11-28). No mode is told apart by its
-# name any more (_dispatch, precise): the planner, the launchers and the runner ask what a
-# mode's scenarios say they measure (Scenario.trains, to_target, fixed_passes, scores, serves,
-# ...: scenarios.modes), as the aggregate and the report do.
+# name any more (dispatch_finder.dispatch, precise): the planner, the launchers and the runner
+# ask what a mode's scenarios say they measure (Scenario.trains, to_target, fixed_passes,
+# scores, serves, ...: scenarios.modes), as the aggregate and the report do.
 ENGINE_DISPATCH_LEFT = {
     "aggregate/serving.py": 1,
     "aggregate/serving_slo.py": 1,
@@ -228,109 +229,6 @@ INPROCESS_LEFT = {
     "workloads/serve_image.py": 4,
     "workloads/serve_text.py": 3,
 }
-# The registries: where modes, engines and their default are defined and chosen.
-REGISTRIES = {"scenarios/__init__.py", "engines/__init__.py", "plan/cellspec.py"}
-
-
-def _mentions(word: str, names: set[str]) -> dict[str, int]:
-    """file -> comparisons (or calls) that mention `word` and one of `names`: the coarse count
-    the engine debt list is kept in (it counts `.get("engine", "inprocess")` defaults and
-    `engine.startswith("spark")` prefix tests too)."""
-    found: dict[str, int] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = str(path.relative_to(PACKAGE))
-        if relative in REGISTRIES:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Compare | ast.Call):
-                continue
-            strings = {
-                n.value
-                for n in ast.walk(node)
-                if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            }
-            if word in ast.unparse(node) and strings & names:
-                found[relative] = found.get(relative, 0) + 1
-    return found
-
-
-def _is_word(name: str, word: str) -> bool:
-    """`mode`, `spec_modes`, `MODE`: a name whose `_`-separated parts hold `word` (or its
-    plural), not one that merely contains it (`model`)."""
-    return bool({word, f"{word}s"} & set(name.lower().split("_")))
-
-
-def _reads(node: ast.AST, word: str) -> bool:
-    """Whether an expression reads a value named `word`: `mode`, `cell.mode`, `spec.modes`,
-    `settings["mode"]`, `settings.get("mode")`, `str(settings["mode"])`, `cell_mode(x)`."""
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name) and _is_word(inner.id, word):
-            return True
-        if isinstance(inner, ast.Attribute) and _is_word(inner.attr, word):
-            return True
-        key = None
-        if isinstance(inner, ast.Subscript):
-            key = inner.slice
-        elif isinstance(inner, ast.Call) and ast.unparse(inner.func).endswith(".get"):
-            key = inner.args[0] if inner.args else None
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            if _is_word(key.value, word):
-                return True
-    return False
-
-
-def _literal(node: ast.AST, names: set[str]) -> bool:
-    """A literal naming one of `names`: "train", or a tuple, list or set holding one."""
-    if isinstance(node, ast.Constant):
-        return node.value in names
-    if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        return any(_literal(element, names) for element in node.elts)
-    return False
-
-
-def _dispatches(tree: ast.AST, word: str, names: set[str]) -> list[ast.AST]:
-    """The places that tell a value named `word` apart by one of `names`: a comparison or a
-    membership test (`mode == "train"`, `mode in ("train", "infer")`, `settings["mode"] !=
-    "train"`, `"train" in spec.modes`), a `match` over it with such a case, and a dict literal
-    keyed by them indexed with it. A data split (`data["train"]`), a method (`.train(...)`) or a
-    declaration (`TaskSpec(modes=("serve",))`) is no dispatch."""
-    found: list[ast.AST] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            for left, right in zip(operands, operands[1:], strict=False):
-                if (_reads(left, word) and _literal(right, names)) or (
-                    _reads(right, word) and _literal(left, names)
-                ):
-                    found.append(node)
-                    break
-        elif isinstance(node, ast.Match) and _reads(node.subject, word):
-            values = [
-                n.value
-                for case in node.cases
-                for n in ast.walk(case.pattern)
-                if isinstance(n, ast.MatchValue)
-            ]
-            if any(_literal(value, names) for value in values):
-                found.append(node)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
-            keyed = any(key is not None and _literal(key, names) for key in node.value.keys)
-            if keyed and _reads(node.slice, word):
-                found.append(node)
-    return found
-
-
-def _dispatch(word: str, names: set[str]) -> dict[str, int]:
-    """file -> places that tell a value named `word` apart by one of `names` (_dispatches)."""
-    found: dict[str, int] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = str(path.relative_to(PACKAGE))
-        if relative in REGISTRIES:
-            continue
-        count = len(_dispatches(ast.parse(path.read_text()), word, names))
-        if count:
-            found[relative] = count
-    return found
 
 
 def test_no_mode_is_told_apart_by_name_outside_the_registries():
@@ -338,14 +236,14 @@ def test_no_mode_is_told_apart_by_name_outside_the_registries():
 
     modes = {scenarios.get(name).MODE for name in scenarios.names()}
     assert {"train", "infer", "converge", "serve"} <= modes
-    assert _dispatch("mode", modes) == {}
+    assert dispatch(PACKAGE, "mode", modes) == {}
 
 
 def test_no_engine_is_told_apart_by_name_outside_the_registries():
     from devicebench import engines
 
     names = set(engines.axis_values()) | {"spark"}  # "spark": a prefix test
-    assert _mentions("engine", names) == ENGINE_DISPATCH_LEFT
+    assert mentions(PACKAGE, "engine", names) == ENGINE_DISPATCH_LEFT
 
 
 def test_inprocess_is_named_only_where_the_engine_registry_defines_it():
@@ -390,6 +288,8 @@ match settings["mode"]:
     case "train":
         pass
 run = {"train": 1, "infer": 2}[mode]
+ok = settings["mode"].startswith("infer")
+run = {"train": 1}.get(mode, 0)
 """
 NOT_DISPATCHES = """
 split = data["train"]
@@ -403,16 +303,15 @@ ok = engine == "train"
 """
 
 
-def test_the_dispatch_finder_finds_a_dispatch(tmp_path, monkeypatch):
+def test_the_dispatch_finder_finds_a_dispatch(tmp_path):
     package = tmp_path / "devicebench"
     package.mkdir()
     (package / "x.py").write_text(PLANTED_DISPATCHES)
     (package / "y.py").write_text(NOT_DISPATCHES)
-    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
     modes = {"train", "infer", "serve", "converge"}
-    assert _dispatch("mode", modes) == {"x.py": 8}
-    lines = [n.lineno for n in _dispatches(ast.parse(PLANTED_DISPATCHES), "mode", modes)]
-    assert sorted(lines) == [2, 4, 5, 6, 7, 8, 9, 12]
+    assert dispatch(package, "mode", modes) == {"x.py": 10}
+    lines = [n.lineno for n in dispatches(ast.parse(PLANTED_DISPATCHES), "mode", modes)]
+    assert sorted(lines) == [2, 4, 5, 6, 7, 8, 9, 12, 13, 14]
 
 
 def test_every_scenario_engine_and_workload_on_disk_is_found_by_its_registry():
