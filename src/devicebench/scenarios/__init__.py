@@ -79,8 +79,10 @@ TRAITS = ("trains", "to_target", "fixed_passes", "scores", "serves", "generates"
 
 def modes(**traits: bool) -> tuple[str, ...]:
     """The modes whose scenarios have these traits (``Scenario.trains`` and the rest: what their
-    records mean), sorted: e.g. ``modes(trains=True, to_target=False)``. The aggregate and the
-    report tell records apart by these, not by mode names. ValueError naming an unknown trait,
+    records mean), sorted: e.g. ``modes(trains=True, to_target=False)``. The aggregate, the
+    report, the planner and the runner tell modes apart by these, not by mode names (no module
+    outside the registries compares a mode with a mode's name: tests/test_architecture.py).
+    ValueError naming an unknown trait,
     or a mode whose scenarios disagree on one."""
     unknown = sorted(set(traits) - set(TRAITS))
     if unknown:

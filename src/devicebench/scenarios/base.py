@@ -37,7 +37,8 @@ class Scenario(ABC):
     # Run settings of its own, beside plan.cellspec.RUN_TYPES: key -> (types, smallest value or
     # None), e.g. {"max_new_tokens": ((int,), 1)}; a cell of its mode may hold them.
     SETTINGS: ClassVar[dict[str, tuple[tuple[type, ...], float | None]]] = {}
-    # What its records mean to the aggregate and the report, which read these through
+    # What its records mean to the aggregate and the report, and what its cells get from the
+    # planner (plan.grid.ModeKinds), the launchers and the FLOP count: all read these through
     # ``scenarios.modes(...)`` instead of naming modes; every scenario of one mode agrees on them.
     trains: ClassVar[bool] = False  # it trains its model in the timed window: training FLOPs,
     # accuracy compared across devices (train, converge)
