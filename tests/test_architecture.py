@@ -198,37 +198,13 @@ def test_no_package_name_is_shadowed_by_its_submodule():
     assert shadowed == []
 
 
-# Where an engine is still told apart by its name outside the registries (file: comparisons or
-# calls that mention one, dispatch_finder.mentions). Known debt in the serving area: the lists
-# may only shrink; a new file or a higher count fails, and so does a stale entry (the serving
-# tables' own entries are left to the serving work of 2026-11-28). No mode is told apart by its
-# name any more (dispatch_finder.dispatch, precise): the planner, the launchers and the runner
-# ask what a mode's scenarios say they measure (Scenario.trains, to_target, fixed_passes,
-# scores, serves, ...: scenarios.modes), as the aggregate and the report do.
-ENGINE_DISPATCH_LEFT = {
-    "aggregate/serving.py": 1,
-    "aggregate/serving_slo.py": 1,
-    "report/findings.py": 1,
-    "serving/app.py": 1,
-    "serving/process.py": 1,
-    "serving/scoring.py": 2,
-    "spark/cell.py": 2,
-    "workloads/serve_image.py": 3,
-    "workloads/serve_text.py": 3,
-}
-INPROCESS_LEFT = {
-    "aggregate/engines.py": 1,
-    "aggregate/serving.py": 1,
-    "aggregate/serving_charts.py": 1,
-    "aggregate/serving_slo.py": 2,
-    "report/findings.py": 1,
-    "serving/app.py": 1,
-    "serving/cell.py": 1,
-    "serving/process.py": 2,
-    "serving/scoring.py": 2,
-    "workloads/serve_image.py": 4,
-    "workloads/serve_text.py": 3,
-}
+# No mode or engine is told apart by its name outside the registries (dispatch_finder.dispatch,
+# precise: comparisons, membership, prefix tests, match cases and name-keyed dicts; and, for
+# engines, the coarse dispatch_finder.mentions too, which also counts `.get("engine", <name>)`
+# defaults): the planner, the launchers and the runner ask what a mode's scenarios say they
+# measure (scenarios.modes), and the serving and Spark code what the engine registry says of an
+# engine (engines.is_in_process, engines.streams, IN_PROCESS as the default and the record's
+# yardstick key).
 
 
 def test_no_mode_is_told_apart_by_name_outside_the_registries():
@@ -243,7 +219,9 @@ def test_no_engine_is_told_apart_by_name_outside_the_registries():
     from devicebench import engines
 
     names = set(engines.axis_values()) | {"spark"}  # "spark": a prefix test
-    assert mentions(PACKAGE, "engine", names) == ENGINE_DISPATCH_LEFT
+    assert {"inprocess", "onnxruntime", "openvino", "spark-streaming"} <= names
+    assert dispatch(PACKAGE, "engine", names) == {}
+    assert mentions(PACKAGE, "engine", names) == {}
 
 
 def test_inprocess_is_named_only_where_the_engine_registry_defines_it():
@@ -254,7 +232,7 @@ def test_inprocess_is_named_only_where_the_engine_registry_defines_it():
                 relative = str(path.relative_to(PACKAGE))
                 found[relative] = found.get(relative, 0) + 1
     assert found.pop("engines/__init__.py") == 1  # IN_PROCESS, the one definition
-    assert found == INPROCESS_LEFT
+    assert found == {}
 
 
 # What starts the processes a cell runs in: called only by the launchers (run/launchers), so
@@ -312,6 +290,36 @@ def test_the_dispatch_finder_finds_a_dispatch(tmp_path):
     assert dispatch(package, "mode", modes) == {"x.py": 10}
     lines = [n.lineno for n in dispatches(ast.parse(PLANTED_DISPATCHES), "mode", modes)]
     assert sorted(lines) == [2, 4, 5, 6, 7, 8, 9, 12, 13, 14]
+
+
+PLANTED_ENGINE_DISPATCHES = """
+if settings["engine"] == "inprocess":
+    pass
+ok = engine != "openvino"
+ok = cell.engine in ("spark", "spark-streaming")
+ok = str(options.get("engine")) == "onnxruntime"
+ok = engine.startswith("spark")
+run = {"spark": 1, "spark-streaming": 2}[engine]
+run = {"openvino": 1}.get(self.engine, 0)
+"""
+NOT_ENGINE_DISPATCHES = """
+ok = is_in_process(engine)
+ok = engine == IN_PROCESS
+ok = engines.streams(settings["engine"])
+label = WORDS["openvino"]
+ok = model == "openvino"
+OPTIONS = {"openvino": "devicebench.engines.openvino_engine"}
+"""
+
+
+def test_the_dispatch_finder_finds_an_engine_dispatch(tmp_path):
+    package = tmp_path / "devicebench"
+    package.mkdir()
+    (package / "x.py").write_text(PLANTED_ENGINE_DISPATCHES)
+    (package / "y.py").write_text(NOT_ENGINE_DISPATCHES)
+    names = {"inprocess", "onnxruntime", "openvino", "spark", "spark-streaming"}
+    assert dispatch(package, "engine", names) == {"x.py": 7}
+    assert mentions(package, "engine", names) == {"x.py": 6}  # coarse: misses {...}[engine]
 
 
 def test_every_scenario_engine_and_workload_on_disk_is_found_by_its_registry():

@@ -12,9 +12,10 @@ import pandas as pd
 from devicebench.aggregate.collect import extra_axis_columns
 from devicebench.aggregate.pairing import CROSSING, base_elsewhere, pairing_columns
 from devicebench.aggregate.tables import _group_key, _select, _sorted
+from devicebench.engines import IN_PROCESS
 from devicebench.scenarios import modes
 
-BASE_ENGINE = "inprocess"
+BASE_ENGINE = IN_PROCESS
 KEYS = ["task", "model", "framework", "device_label", "precision", "batch_size"]
 VALUES = ["status", "samples_per_s", "first_call_s", "p50_ms", "p99_ms", "accuracy"]
 COLUMNS = [

@@ -24,6 +24,7 @@ from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
 from devicebench.aggregate.serving_best import ROLES, slo_role
+from devicebench.engines import IN_PROCESS
 from devicebench.scenarios import modes
 
 SERVING_COLUMNS = [
@@ -111,7 +112,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     row = {key: axes.get(key) for key in SERVING_COLUMNS if key in axes}
     row |= {
         "server": axes.get("server", "uvicorn"),
-        "engine": axes.get("engine", "inprocess"),  # what scored: torch in the server, or an engine
+        "engine": axes.get("engine", IN_PROCESS),  # what scored: torch in the server, or an engine
         "replicas": int(axes.get("replicas", 1)),
         "device_label": label,
         "status": record.get("status"),

@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from devicebench.aggregate.charts import _empty, log_if_wide
+from devicebench.engines import IN_PROCESS
 
 IDENTITY = [
     "model", "framework", "engine", "device_label", "precision", "batch_size", "server", "replicas",
@@ -26,7 +27,7 @@ def _ok(serving: pd.DataFrame) -> pd.DataFrame:
     if "replicas" not in df:  # a table from before the replicas axis: one server process each
         df["replicas"] = 1
     if "engine" not in df:  # a table from before serve cells took an engine: torch in-process
-        df["engine"] = "inprocess"
+        df["engine"] = IN_PROCESS
     series = ["framework", "engine", "precision", "batch_size", "server", "replicas"]
     df["series"] = df[series].astype(str).agg(" · ".join, axis=1)
     df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)

@@ -30,6 +30,7 @@ from devicebench.aggregate.collect import device_label
 from devicebench.aggregate.pairing import record_pairing
 from devicebench.aggregate.records import read_record
 from devicebench.aggregate.serving_best import ROLES, slo_columns, slo_role
+from devicebench.engines import IN_PROCESS
 from devicebench.scenarios import modes
 
 IDENTITY = [
@@ -55,7 +56,7 @@ def _identity(record: Mapping[str, Any]) -> dict[str, Any]:
     axes = record.get("axes") or {}
     row = {key: axes.get(key) for key in IDENTITY if key in axes}
     return row | {
-        "engine": axes.get("engine", "inprocess"),
+        "engine": axes.get("engine", IN_PROCESS),
         "server": axes.get("server", "uvicorn"),
         "replicas": int(axes.get("replicas", 1)),
         "device_label": device_label(axes.get("device"), axes.get("threads")),
@@ -66,7 +67,7 @@ def _slo_row(record: Mapping[str, Any], prices: dict[str, Any]) -> dict[str, Any
     axes = record.get("axes") or {}
     serving = record.get("serving") or {}
     found = serving.get("slo") or {}
-    yardstick = serving.get("inprocess") or {}
+    yardstick = serving.get(IN_PROCESS) or {}
     env = record.get("environment") or {}
     price = price_per_hour(axes.get("device"), axes.get("threads"), env.get("gpu_name"), prices)
     rate = found.get("max_valid_qps")

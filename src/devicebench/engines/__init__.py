@@ -29,6 +29,9 @@ AXIS_VALUES: dict[str, str] = {IN_PROCESS: "torch"}
 MODEL_ENGINES = ("onnxruntime", "openvino")
 # Axis values of the engines that score a torch model on Spark (devicebench.spark).
 SPARK_ENGINES = ("spark", "spark-streaming")
+# The Spark engines that score as a Structured Streaming query (the others run a batch job): their
+# latency is per micro-batch, end to end.
+STREAMING_ENGINES = ("spark-streaming",)
 # Number formats an engine may be asked for; int8 is post-training quantization (infer only).
 FORMATS = ("fp32", "bf16", "int8")
 # The formats each model engine has a path for (ONNX Runtime's CPU provider has no bf16 kernels
@@ -47,6 +50,16 @@ OPTIONS: dict[str, str] = {
 def axis_values() -> tuple[str, ...]:
     """Every value the grid's `engine` axis may take."""
     return (*AXIS_VALUES, *MODEL_ENGINES, *SPARK_ENGINES)
+
+
+def is_in_process(axis_value: Any) -> bool:
+    """Whether an `engine` axis value names no engine: the framework's own loop scores."""
+    return axis_value == IN_PROCESS
+
+
+def streams(axis_value: Any) -> bool:
+    """Whether the engine behind an `engine` axis value scores as a stream (Spark streaming)."""
+    return axis_value in STREAMING_ENGINES
 
 
 def cell_engine(settings: Any) -> str:

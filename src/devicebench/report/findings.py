@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from devicebench.aggregate.collect import extra_axis_columns, format_value
+from devicebench.engines import is_in_process
 from devicebench.report.words import configuration, money
 from devicebench.scenarios import modes
 
@@ -248,7 +249,7 @@ SERVE_IDENTITY = ["framework", "engine", "precision", "batch_size", "server", "r
 def _serve_cell(row: pd.Series) -> str:
     """A serve cell's configuration beside model and device: engine, server, replicas, ..."""
     parts = [str(row["framework"])]
-    if pd.notna(row.get("engine")) and row.get("engine") != "inprocess":
+    if pd.notna(row.get("engine")) and not is_in_process(row.get("engine")):
         parts.append(f"on {row['engine']}")
     parts.append(str(row.get("precision")))
     parts.append(f"batch {format_value(row.get('batch_size'))}")

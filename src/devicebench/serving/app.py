@@ -26,6 +26,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 
+from devicebench.engines import IN_PROCESS
 from devicebench.measure.environment import torch_cuda_build
 from devicebench.run.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
@@ -219,7 +220,7 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32")
     parser.add_argument(
-        "--engine", default="inprocess", help="inprocess (the framework), onnxruntime, openvino"
+        "--engine", default=IN_PROCESS, help=f"{IN_PROCESS} (the framework), onnxruntime, openvino"
     )
     parser.add_argument("--image-size", type=int, default=224, help="image tasks: input size")
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")

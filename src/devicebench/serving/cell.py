@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from devicebench.engines import IN_PROCESS
 from devicebench.measure.energy import EnergyMeter
 from devicebench.measure.marks import mark
 from devicebench.measure.sampler import Sampler
@@ -137,7 +138,7 @@ def run_serve(
             "client_bound": pool.get("client_bound"),
             "loadgen": scenarios,
             "slo": bounded,
-            "inprocess": yardstick,
+            IN_PROCESS: yardstick,
             **inprocess.ratio_section(
                 yardstick,
                 pool.get("requests_per_s"),

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from devicebench.engines import IN_PROCESS, is_in_process
 from devicebench.run.processes import REPO, die_with_parent
 
 
@@ -46,7 +47,7 @@ class ServerProcess:
         task: str | None = None,  # default: the first serve task (serve_image)
         device: str = "cpu",
         precision: str = "fp32",
-        engine: str = "inprocess",
+        engine: str = IN_PROCESS,
         threads: int = 0,
         image_size: int = 224,
         seq_len: int = 128,
@@ -85,7 +86,7 @@ class ServerProcess:
             module,
             *("--framework", framework, "--model", model, "--device", device),
             *("--precision", precision),
-            *(() if engine == "inprocess" else ("--engine", engine)),
+            *(() if is_in_process(engine) else ("--engine", engine)),
             *task_arguments(task, image_size, seq_len, tokenizer),
             *("--max-batch", str(max_batch), "--batch-buckets", batch_buckets),
             *("--batch-wait-ms", str(batch_wait_ms), "--max-body-bytes", str(max_body_bytes)),

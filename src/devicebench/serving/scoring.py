@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from devicebench.engines import IN_PROCESS, is_in_process
 from devicebench.serving.scorer import BadRequest, Scorer  # noqa: F401 - the server's names
 
 
@@ -60,7 +61,7 @@ def make_scorer(
     tokenizer: Path | str | None = None,
     buckets: str = "auto",
     max_pixels: int | None = None,
-    engine: str = "inprocess",
+    engine: str = IN_PROCESS,
 ) -> Scorer:
     """The scorer of `task`, with its model built (random weights) and placed on `device`,
     padding its batches to `buckets` (see batch_buckets); images over `max_pixels` (None: the
@@ -85,7 +86,7 @@ def make_scorer(
         seq_len=seq_len,
         tokenizer=tokenizer,
         max_pixels=max_pixels,
-        **({} if engine == "inprocess" else {"engine": engine}),
+        **({} if is_in_process(engine) else {"engine": engine}),
     )
     scorer.buckets = sizes
     scorer.info["batch_buckets"] = list(sizes)

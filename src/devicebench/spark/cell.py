@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from devicebench.engines import SPARK_ENGINES
+from devicebench.engines import SPARK_ENGINES, streams
 from devicebench.measure.timing import latency_percentiles
 from devicebench.run import window as w
 from devicebench.spark import frames, skip_reason
@@ -58,13 +58,13 @@ def run_spark_infer(
         weights = session.sparkContext.broadcast(buffer.getvalue())
         spec = frames.model_spec(backend, settings, weights)
         window = w.Window(settings).start()
-        run = run_streaming if engine == "spark-streaming" else run_batch
+        run = run_streaming if streams(engine) else run_batch
         timings, windows, passes, predicted, loss, info, extra = run(
             session, spec, settings, x_test, y_test
         )
         window.stop(len(y_test) * sum(passes))
         info |= {"master": spark.master(settings), "spark_version": session.version}
-    if engine == "spark-streaming":
+    if streams(engine):
         timings["latency_ms"] = latency_percentiles(extra)
         timings["latency_what"] = "end to end per micro-batch: file landed -> predictions on driver"
     result = w.result(

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.engines import IN_PROCESS, cell_engine, is_in_process
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS, decode_jpeg
 from devicebench.serving.scorer import Scorer
 from devicebench.workloads.base import SERVE_AXES, ServeWorkload, TaskSpec
@@ -65,7 +66,7 @@ class ServeImage(ServeWorkload):
         self, framework: str, model: str, device: str, precision: str, **options: Any
     ) -> Scorer:
         max_pixels = int(options.get("max_pixels") or DEFAULT_MAX_PIXELS)
-        size, engine = int(options["image_size"]), str(options.get("engine", "inprocess"))
+        size, engine = int(options["image_size"]), cell_engine(options)
         return image_scorer(framework, model, device, precision, size, max_pixels, engine)
 
     def serve_skip_reason(self, framework: str, model: str) -> str | None:
@@ -104,7 +105,7 @@ def image_scorer(
     precision: str,
     image_size: int,
     max_pixels: int = DEFAULT_MAX_PIXELS,
-    engine: str = "inprocess",
+    engine: str = IN_PROCESS,
 ) -> Scorer:
     """serve_image: JPEG bytes in (at most `max_pixels` by their header), decoded and
     resized (decode.py), stacked, scored by the classifier (on an inference engine where
@@ -148,7 +149,7 @@ class Classifier:
         image_size: int,
         device: str,
         precision: str,
-        engine: str = "inprocess",
+        engine: str = IN_PROCESS,
     ):
         reason = skip_reason(framework, model)
         if reason:
@@ -156,7 +157,7 @@ class Classifier:
         self.framework, self.model_name, self.image_size = framework, model, image_size
         self.device, self.precision, self.engine = device, precision, engine
         self.engine_info: dict[str, Any] = {}
-        if engine != "inprocess":
+        if not is_in_process(engine):
             self._predict = self._build_engine()
         elif framework == "torch":
             self._predict = self._build_torch()

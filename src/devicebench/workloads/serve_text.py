@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.engines import IN_PROCESS, cell_engine, is_in_process
 from devicebench.serving.decode import cut_text, text_chars
 from devicebench.serving.scorer import BadRequest, Scorer
 from devicebench.workloads import text_classify
@@ -112,7 +113,7 @@ class ServeText(ServeWorkload):
         tokenizer = options.get("tokenizer")
         if not tokenizer:
             raise ValueError("serve_text needs the tokenizer file (--tokenizer)")
-        seq_len, engine = int(options["seq_len"]), str(options.get("engine", "inprocess"))
+        seq_len, engine = int(options["seq_len"]), cell_engine(options)
         return text_scorer(framework, model, device, precision, seq_len, tokenizer, engine)
 
     def server_arguments(
@@ -250,7 +251,7 @@ def text_scorer(
     precision: str,
     seq_len: int,
     tokenizer: Path | str,
-    engine: str = "inprocess",
+    engine: str = IN_PROCESS,
 ) -> Scorer:
     """serve_text: UTF-8 text in, tokenized and cut to `seq_len`, padded to the batch's longest
     (to seq_len on an inference engine), scored by the sequence classifier (torch only, as the
@@ -262,7 +263,7 @@ def text_scorer(
         raise ValueError(f"tokenizer file {tokenizer} not found: prepare the imdb data first")
     info: dict[str, Any] = {"seq_len": seq_len, "padding": "longest in batch"}
     collate: Any = pad_longest
-    if engine == "inprocess":
+    if is_in_process(engine):
         classifier = TextClassifier(model, device, precision, seq_len)
     else:
         classifier = EngineTextClassifier(model, device, precision, seq_len, engine)
