@@ -12,8 +12,8 @@ REGISTRIES = {"scenarios/__init__.py", "engines/__init__.py", "plan/cellspec.py"
 
 def mentions(package: Path, word: str, names: set[str]) -> dict[str, int]:
     """file -> comparisons (or calls) that mention `word` and one of `names`: the coarse count
-    the engine debt list is kept in (it counts `.get("engine", "inprocess")` defaults and
-    `engine.startswith("spark")` prefix tests too)."""
+    test_architecture keeps at none for engines beside `dispatch` (it counts
+    `.get("engine", "inprocess")` defaults too)."""
     found: dict[str, int] = {}
     for path in sorted(package.rglob("*.py")):
         relative = str(path.relative_to(package))
