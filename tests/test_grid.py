@@ -45,6 +45,18 @@ def test_exclusions_remove_matching_cells_only(tiny_config):
     assert len(cells) == 3
 
 
+def test_engine_inprocess_excludes_the_cells_without_an_engine(tiny_config):
+    # an in-process cell has no engine axis in its id; `engine: inprocess` still names it
+    tiny_config["modes"] = ["infer"]
+    tiny_config["tasks"]["mnist_mlp"]["engines"] = ["inprocess", "onnxruntime"]
+    tiny_config["exclude"] = [{"task": "mnist_mlp", "device": "cpu", "engine": "inprocess"}]
+    cells = expand_grid(check_config(tiny_config))
+    mlp_cpu = [c for c in cells if c.values["task"] == "mnist_mlp" and c.values["device"] == "cpu"]
+    assert mlp_cpu and {c.values.get("engine") for c in mlp_cpu} == {"onnxruntime"}
+    mlp_gpu = [c for c in cells if c.values["task"] == "mnist_mlp" and c.values["device"] == "cuda"]
+    assert None in {c.values.get("engine") for c in mlp_gpu}  # the GPU keeps its torch cell
+
+
 def test_an_exclusion_that_matches_nothing_is_an_error(tiny_config):
     tiny_config["exclude"] = [{"task": "mnist_mlp", "batch_size": 4096}]
     with pytest.raises(ConfigError, match=r"exclude\[0\].*matches no cell"):

@@ -246,7 +246,8 @@ def _apply_exclusions(cells: list[CellSpec], exclude: list[dict[str, Any]]) -> l
     matched = [0] * len(exclude)
     kept = []
     for cell in cells:
-        values = cell.values
+        # an in-process cell has no engine axis: `engine: inprocess` names it all the same
+        values = {"engine": IN_PROCESS} | cell.values
         hit = False
         for index, rule in enumerate(exclude):
             if all(values.get(key) == value for key, value in rule.items()):
