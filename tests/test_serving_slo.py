@@ -141,6 +141,27 @@ def test_config_bounds_are_checked_before_any_cell(bounds, words):
         assert word in str(caught.value), str(caught.value)
 
 
+def test_a_study_s_bounds_replace_the_quick_study_s_whole():
+    """A study serving other models gives its own bounds; the quick study's bound for
+    MobileNetV2 does not leak in (it would be a bound for a model not served)."""
+    from devicebench.plan.config import combine_configs
+
+    default = load_config(REPO / "config" / "config.yaml")
+    assert default["tasks"]["serve_image"]["serve"]["slo"]["p99_bounds_ms"] == {"mobilenetv2": 100}
+    study = {
+        "tasks": {
+            "serve_image": {
+                "models": ["resnet50"],
+                "serve": {"slo": {"p99_bounds_ms": {"resnet50": 50}}},
+            }
+        }
+    }
+    combined = check_config(combine_configs(default, [study]))
+    slo_settings = combined["tasks"]["serve_image"]["serve"]["slo"]
+    assert slo_settings["p99_bounds_ms"] == {"resnet50": 50}
+    assert slo_settings["probe_s"] == 1  # the rest of the default's settings still fill in
+
+
 def test_a_serve_cell_records_its_search_and_its_in_process_yardstick(tmp_path):
     """A real serve cell (MobileNetV2 at 32 px on 2 threads behind the scoring server) with a
     short search and the yardstick: the record's serving.slo and serving.inprocess_ratio."""

@@ -307,12 +307,19 @@ def _check_devices(study: dict[str, Any]) -> None:
 SELECTING_KEYS = ("tasks", "frameworks", "devices", "precisions", "modes", "batch_sizes")
 
 
+# Mappings keyed by model that a user's file gives whole: the quick study's bound for its model
+# must not leak into a study that serves other models (a bound for a model not served is an error).
+WHOLE_MAPPINGS = ("p99_bounds_ms",)
+
+
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     """`update` over `base`, mappings merged key by key, anything else replaced; an empty
-    mapping in `update` clears (`target_accuracy: {}` means no targets, not the default's)."""
+    mapping in `update` clears (`target_accuracy: {}` means no targets, not the default's), and
+    a WHOLE_MAPPINGS key replaces the default's whole."""
     out = copy.deepcopy(base)
     for key, value in update.items():
-        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
+        whole = key in WHOLE_MAPPINGS
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict) and not whole:
             out[key] = _merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
