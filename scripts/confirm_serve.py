@@ -80,6 +80,10 @@ def nothing_to_confirm(
     shared = dict(specs[0].axes)
     for spec in specs[1:]:  # the axes every sweep cell shares (task, model, device, mode ...)
         shared = {k: v for k, v in shared.items() if spec.values.get(k) == v}
+    # threads as the sweep's records resolved them ("all" -> 16), as a cell's record says them
+    counts = {(r.get("axes") or {}).get("threads") for r in records if isinstance(r, dict)}
+    if "threads" in shared and len(counts) == 1 and isinstance(next(iter(counts)), int):
+        shared["threads"] = next(iter(counts))
     record = new_record(group_id, shared | {CONFIRM_AXIS: "best"})
     record["status"] = "skipped"
     record["message"] = f"nothing to confirm: {choice.message}"

@@ -288,3 +288,22 @@ def test_requested_thread_count_is_not_an_axis(tmp_path: Path) -> None:
     gpu = make_record(tmp_path, device="cuda", threads=4, median_s=0.5, threads_requested="all")
     sp = speedup_table(collect_records([cpu, gpu]), "cpu")
     assert sp.set_index("device_label").loc["cuda", "speedup"] == pytest.approx(4.0)
+
+
+def test_a_thread_count_left_unresolved_is_labelled_not_a_crash():
+    # a confirm step that confirmed nothing once wrote threads "all" (before its fix): the
+    # aggregation of a whole study must not stop at one such record
+    from devicebench.aggregate.collect import device_label
+
+    assert device_label("cpu", 16) == "cpu:16t"
+    assert device_label("cpu", "all") == "cpu:all"
+    assert device_label("cuda", "all") == "cuda"
+
+
+def test_an_unresolved_thread_count_is_unpriced_and_a_count_in_any_number_type_priced():
+    from devicebench.aggregate.pricing import price_per_hour
+
+    prices = {"cpu": {"per_vcpu_hour": 0.05, "min_vcpus": 2}}
+    assert math.isnan(price_per_hour("cpu", "all", None, prices))
+    assert price_per_hour("cpu", 16, None, prices) == price_per_hour("cpu", 16.0, None, prices)
+    assert price_per_hour("cpu", 16.0, None, prices) == pytest.approx(0.8)

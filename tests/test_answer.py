@@ -232,3 +232,17 @@ def test_a_serve_cell_on_one_device_only_says_which_ran():
     assert answer(best, cells_for(best))[3].verdict == (
         "not measured: only the CPU ran (serve_image serve)"
     )
+
+
+def test_serve_rows_with_no_confirmed_rate_on_either_device_give_the_bound_s_account():
+    note = (
+        "judged at p99 <= 50 ms: LoadGen Server max_valid_qps; CPU: no confirmed rate at p99 <= "
+        "50 ms (over_budget 1); GPU: no confirmed rate at p99 <= 50 ms (over_budget 1)"
+    )
+    rows = [row("serve_image", "serve", 1.0, note=note, pick=p) for p in ("fastest", "cheapest")]
+    best = pd.DataFrame(rows).assign(
+        cpu_samples_per_s=None, gpu_samples_per_s=None, cost_ratio=None,
+        cpu_usd_per_million=None, gpu_usd_per_million=None,
+    )  # fmt: skip
+    verdict = answer(best, cells_for(best))[3].verdict
+    assert verdict == f"not measured: {note}", verdict  # said once, not per pick

@@ -61,3 +61,10 @@ def test_a_different_accuracy_shows():
 def test_no_engine_axis_gives_an_empty_table_with_its_columns():
     table = engine_table(cells([{"status": "ok", "samples_per_s": 1.0}]))
     assert table.empty and "relative_throughput" in table.columns
+
+
+def test_a_serving_study_with_engines_gives_an_empty_table():
+    # serve cells with an engine axis and no batch-inference cell (config/h200_serving.yaml)
+    serve = {"mode": "serve", "status": "ok", "samples_per_s": 70.0}
+    table = engine_table(cells([serve | {"engine": "openvino"}, serve | {"device": "cuda"}]))
+    assert table.empty and "relative_throughput" in table.columns

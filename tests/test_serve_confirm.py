@@ -222,6 +222,7 @@ def test_a_confirm_step_whose_sweep_has_no_ok_record_writes_a_record_saying_so(t
     assert written["serving"]["slo"]["status"] == "no_candidate"
     assert written["serving"]["slo"]["max_valid_qps"] is None
     assert written["axes"]["confirm"] == "best" and written["axes"]["device"] == "cpu"
+    assert written["axes"]["threads"] == 16, "threads as the sweep records resolved them"
     assert written["confirm"]["chosen_cell"] is None
     assert written["environment"]["boot_id"] and written["provenance"]["code_version"]
 

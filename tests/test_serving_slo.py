@@ -54,6 +54,36 @@ def test_search_brackets_bisects_and_confirms_below_the_servers_capacity(tmp_pat
     ), "every run keeps its own LoadGen logs"
 
 
+def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_path):
+    # capacity 100 requests/s: 200 QPS overflows the queue past the 150 ms bound at once; a
+    # quarter of it (50 QPS, half the capacity) stays under it
+    with queue_server(10.0) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=150.0, start_qps=200.0, max_probes=0, confirm_runs=2,
+            confirm_attempts=2, backoff=0.25, min_qps=10.0,
+        )  # fmt: skip
+    assert found["probes"] == []
+    rates = [run["target_qps"] for run in found["confirms"]]
+    assert rates == [200.0, 50.0, 50.0], "the attempt at 200 QPS stopped at its INVALID run"
+    assert not found["confirms"][0]["valid"]
+    assert found["status"] == "ok", found["message"]
+    assert found["confirmed_at_qps"] == 50.0 and found["runs"] == 2
+
+
+def test_a_confirm_out_of_budget_after_an_invalid_run_says_both(tmp_path):
+    # the first confirming run (200 QPS, over the capacity) fails; its backoff (459 queries
+    # at 50 QPS: 9.2 s) would pass the 6 s budget
+    with queue_server(10.0) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=150.0, start_qps=200.0, max_probes=0, confirm_runs=2,
+            confirm_attempts=2, backoff=0.25, min_qps=10.0, budget_s=6.0,
+        )  # fmt: skip
+    assert found["status"] == "over_budget" and found["max_valid_qps"] is None
+    assert [run["target_qps"] for run in found["confirms"]] == [200.0]
+    assert found["message"].startswith("confirming run(s) INVALID (p99 <= 150 ms) at 200 QPS")
+    assert "would pass the search's budget_s 6" in found["message"]
+
+
 def test_a_bound_under_one_service_time_has_no_rate(tmp_path):
     with queue_server(10.0) as url:  # every answer takes 10 ms: a 5 ms p99 cannot be met
         found = _search(url, tmp_path, p99_bound_ms=5.0, min_qps=50.0, start_qps=100.0)

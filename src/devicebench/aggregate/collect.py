@@ -103,7 +103,10 @@ def device_label(device: Any, threads: Any) -> str:
     """Name a device so CPU thread counts stay apart: "cpu:16t", but plain "cuda"."""
     name = "" if _missing(device) else str(device)
     if name == "cpu" and not _missing(threads):
-        return f"cpu:{int(threads)}t"
+        try:
+            return f"cpu:{int(threads)}t"
+        except (TypeError, ValueError):  # an unresolved count ("all"): said as it is
+            return f"cpu:{threads}"
     return name
 
 
@@ -221,6 +224,8 @@ def _row(path: Path) -> dict[str, Any]:
         cell_id=_get(record, "cell_id"),
         record_path=str(path),
     )
+    if isinstance(row["threads"], str) and not row["threads"].isdigit():
+        row["threads"] = np.nan  # unresolved ("all"): its label says so; no count to price
     for key in (
         *("accuracy", "f1_macro", "f1_micro", "loss", "perplexity"),
         *("precision_micro", "recall_micro"),  # entity-level (NER); absent elsewhere

@@ -45,6 +45,8 @@ def engine_table(df: pd.DataFrame) -> pd.DataFrame:
     keys = [*KEYS, *others]
     pair = pairing_columns(df)  # one machine boot and one code version per ratio
     infer = df[df["mode"].isin(modes(scores=True, serves=False))].copy()  # batch inference
+    if infer.empty:  # a serving study's engines: the serving tables compare them
+        return pd.DataFrame(columns=COLUMNS)
     # A task's `engines` key gives its torch (in-process) cells no axis: they are the base too.
     infer["engine"] = infer["engine"].fillna(BASE_ENGINE)
     work = _select(infer, [*keys, *pair, "engine", *VALUES, "cell_id"])

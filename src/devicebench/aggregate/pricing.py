@@ -82,7 +82,11 @@ def rented_vcpus(threads: Any, copies: Any, prices: dict[str, Any]) -> float:
     """The vCPUs a CPU cell is priced for: threads x copies, at least the smallest instance."""
     if _missing(threads):
         return math.nan
-    used = int(threads) * (1 if _missing(copies) else int(copies))
+    try:
+        count = int(float(threads))
+    except (TypeError, ValueError):  # unresolved ("all"): no count to price
+        return math.nan
+    used = count * (1 if _missing(copies) else int(copies))
     return float(max(used, min_vcpus(prices)))
 
 

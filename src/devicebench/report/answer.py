@@ -224,9 +224,14 @@ def caveats(rows: pd.DataFrame, cells: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def one_side(rows: pd.DataFrame) -> str:
-    """Why rows without a pair are no verdict: which device had no ok cell."""
+    """Why rows without a pair are no verdict: which device had no ok cell, or, where both
+    served at a latency bound and neither rate was confirmed, the rows' own account of it."""
     has = {s: rows[f"{s}_samples_per_s"].notna().any() for s in ("cpu", "gpu")}
     ran = [s.upper() for s, yes in has.items() if yes]
+    notes = rows.get("note", pd.Series(dtype=object)).dropna().astype(str)
+    judged = [note for note in dict.fromkeys(notes) if note.startswith("judged at")]
+    if not ran and judged:
+        return f"not measured: {'; '.join(judged)}"
     what = f"only the {ran[0]} ran" if len(ran) == 1 else "no workload ran on both devices"
     return f"not measured: {what} ({listed(rows['label'])})"
 

@@ -9,7 +9,8 @@ LoadGen says VALID and no request failed (a fast error would flatter the p99).
 
 Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with enough queries
 for the early-stopping estimate. All VALID: `max_valid_qps` is the median of the rates LoadGen
-scheduled in them. One INVALID: the next attempt `backoff` lower, while `confirm_attempts` last.
+scheduled in them. One INVALID: the attempt stops there (it can no longer be all VALID) and the
+next starts `backoff` lower, while `confirm_attempts` last.
 
 Sweep: `confirm: best` (or confirm_runs 0) makes a replica or thread sweep cell run the probes
 alone; the workflow's confirm step (serving.sweep_choice, scripts/confirm_serve.py) then confirms
@@ -131,7 +132,12 @@ class Search:
             low, high = self._bisect(low, high)
             return self._confirm(low, high)
         except _Budget as why:
-            return self._section("over_budget", str(why))
+            failed = [run for run in self.confirms if not _valid(run)]
+            before = ""
+            if failed:  # what the time went to: confirming runs that missed the bound
+                rates = ", ".join(f"{run['target_qps']:.4g}" for run in failed)
+                before = f"confirming run(s) INVALID ({self.bound_text()}) at {rates} QPS; then "
+            return self._section("over_budget", before + str(why))
         except _Failed as why:
             return self._section("loadgen_failed", str(why))
 
@@ -182,10 +188,14 @@ class Search:
             why = "confirm: best" if self.s.confirm == "best" else "confirm_runs 0"
             note = f"probes only ({why}): {self._found(low, high, low)}"
             return self._section("probed", note, probe_qps=low)
-        qps = low
+        qps, runs = low, []
         for _attempt in range(self.s.confirm_attempts):
-            runs = [self._run(qps, self.s.confirm_s, "confirm") for _ in range(self.s.confirm_runs)]
-            if all(_valid(run) for run in runs):
+            runs = []
+            for _ in range(self.s.confirm_runs):  # one INVALID run fails the attempt: back off
+                runs.append(self._run(qps, self.s.confirm_s, "confirm"))
+                if not _valid(runs[-1]):
+                    break
+            if len(runs) == self.s.confirm_runs and all(_valid(run) for run in runs):
                 values = [run["scheduled_qps"] or run["target_qps"] for run in runs]
                 return self._section(
                     "ok", self._found(low, high, qps), max_valid_qps=statistics.median(values),
@@ -194,13 +204,11 @@ class Search:
             if qps * self.s.backoff < self.s.min_qps:
                 break
             qps *= self.s.backoff
-        last = self.confirms[-self.s.confirm_runs :]
-        failed = sum(not _valid(run) for run in last)
         return self._section(
             "not_confirmed",
-            f"{failed} of {len(last)} confirming runs INVALID at {last[-1]['target_qps']:.4g} QPS "
-            f"({self.bound_text()}) after {self.s.confirm_attempts} attempt(s)",
-            confirm_runs=last,
+            f"a confirming run INVALID at {runs[-1]['target_qps']:.4g} QPS ({self.bound_text()}) "
+            f"in each of {self.s.confirm_attempts} attempt(s)",
+            confirm_runs=runs,
         )
 
     def _found(self, low: float, high: float | None, confirmed: float) -> str:
