@@ -83,10 +83,12 @@ def test_a_server_as_fast_as_the_trivial_route_is_client_bound():
     """The trivial route itself as the server: its rate is the pool's capacity, so bound."""
     payloads = [b"x" * 500] * 4
     options = dict(clients=4, processes=1, content_type="image/jpeg")
+    # 2 s windows, not 0.8 s: on a loaded 2-core host a short window's rate swings past the
+    # capacity's tolerance (seen once in a full run beside the quick study)
     with trivial_server(1) as url:
-        steady = run_steady(url, payloads, ramp_s=0.2, min_duration_s=0.8, min_requests=50,
+        steady = run_steady(url, payloads, ramp_s=0.2, min_duration_s=2.0, min_requests=50,
                             **options)  # fmt: skip
-    capacity = client_capacity(payloads, seconds=0.8, host="127.0.0.1", **options)
+    capacity = client_capacity(payloads, seconds=2.0, host="127.0.0.1", **options)
     assert steady["steady"]["meets_minimum"] and steady["errors"] == 0
     assert client_bound(steady["requests_per_s"], capacity["requests_per_s"]) is True
 
