@@ -267,3 +267,16 @@ def test_tokens_vs_batch_draws_the_bound_dashed_and_the_measured_solid() -> None
     assert styles["measured"] == [1, 0] and styles["bound"][0] > 1  # solid and dashed
     kinds = {(v["kind"], v["tokens_per_s"]) for v in spec["data"]["values"]}
     assert ("bound", 300.0) in kinds and ("measured", 1600.0) in kinds
+
+
+def test_llama_cpp_says_which_cells_it_cannot_run() -> None:
+    llama = generative.get("llama_cpp")
+    assert "llama_cpp" in generative.names()
+    cell = dict(device="cpu", precision="int4", model="smollm2-135m", batch_size=1)
+    assert llama.cell_skip_reason(cell) is None
+    assert "random weights" in llama.cell_skip_reason(cell | {"model": "llama-1b"})
+    assert "at most 1 at once, not 4" in llama.cell_skip_reason(cell | {"batch_size": 4})
+    assert "has no bf16 path" in llama.cell_skip_reason(cell | {"precision": "bf16"})
+    assert "not cuda" in llama.cell_skip_reason(cell | {"device": "cuda"})
+    with pytest.raises(ValueError, match="random weights"):
+        llama.load("llama-tiny", llama.Options(precision="int4"))

@@ -22,7 +22,10 @@ WINDOW = 512  # tokens per perplexity window (no overlap)
 
 def score(model: Any, ids: list[int], window: int = WINDOW) -> tuple[float, np.ndarray]:
     """(perplexity, greedy next-token predictions) over consecutive windows of `ids`: each
-    position's prediction sees the same real text before it, whatever the model."""
+    position's prediction sees the same real text before it, whatever the model. A torch model,
+    or an engine's generator that scores with its own logits (`score_ids`, llama.cpp's)."""
+    if hasattr(model, "score_ids"):
+        return model.score_ids(ids, window)
     import torch
 
     device = next(model.parameters()).device

@@ -126,7 +126,8 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
     from devicebench.generation.quality import quality_section
 
     tokens = np.array(timings[-1].tokens, dtype=np.int64)
-    quality = quality_section(settings, getattr(generator, "model", None), prompts, tokens)
+    scored = generator if hasattr(generator, "score_ids") else getattr(generator, "model", None)
+    quality = quality_section(settings, scored, prompts, tokens)
     mark("reference_done")
     section = summary | measured | bound | engine.describe(options)
     section |= {"generator": engine.name, "weight_bytes": weights, "kv_cache_bytes": kv_full,

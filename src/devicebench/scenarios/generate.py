@@ -27,8 +27,9 @@ class Generate(Scenario):
     launches = (GenerateServerLauncher,)  # only where `generate.serving` selects the cell
 
     def skip_reason(self, settings: Mapping[str, Any]) -> str | None:
-        """The generator's reasons (device, format, not installed); the workload adds its own
-        (positions, a missing GGUF) and the memory check runs in the worker, before loading."""
+        """The generator's reasons (device, format, not installed, model, batch); the workload
+        adds its own (positions, a missing GGUF) and the memory check runs in the worker, before
+        loading."""
         from devicebench.engines import generative
 
         name = settings.get("generator")
@@ -38,7 +39,7 @@ class Generate(Scenario):
             engine = generative.get(str(name))
         except ValueError as unknown:
             return str(unknown)
-        return engine.skip_reason(str(settings["device"]), str(settings["precision"]))
+        return engine.cell_skip_reason(settings)
 
     def run(self, settings: Mapping[str, Any], workload: Any, dataset: Any) -> dict[str, Any]:
         import time

@@ -202,7 +202,7 @@ class TextgenLlm(Workload):
         axes={
             "prompt_len": (128, 1024, 2048),
             "output_len": (128, 1),
-            "generator": ("torch_eager", "torch_static", "openvino_genai"),
+            "generator": ("torch_eager", "torch_static", "openvino_genai", "llama_cpp"),
         },
         modes=("generate",),
     )

