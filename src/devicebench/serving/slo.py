@@ -188,8 +188,8 @@ class Search:
             why = "confirm: best" if self.s.confirm == "best" else "confirm_runs 0"
             note = f"probes only ({why}): {self._found(low, high, low)}"
             return self._section("probed", note, probe_qps=low)
-        qps, runs = low, []
-        for _attempt in range(self.s.confirm_attempts):
+        qps, runs, attempts = low, [], 0
+        for attempts in range(1, self.s.confirm_attempts + 1):
             runs = []
             for _ in range(self.s.confirm_runs):  # one INVALID run fails the attempt: back off
                 runs.append(self._run(qps, self.s.confirm_s, "confirm"))
@@ -207,7 +207,7 @@ class Search:
         return self._section(
             "not_confirmed",
             f"a confirming run INVALID at {runs[-1]['target_qps']:.4g} QPS ({self.bound_text()}) "
-            f"in each of {self.s.confirm_attempts} attempt(s)",
+            f"in each of {attempts} attempt(s)",
             confirm_runs=runs,
         )
 
