@@ -70,6 +70,18 @@ def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_p
     assert found["confirmed_at_qps"] == 50.0 and found["runs"] == 2
 
 
+def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
+    # 400 and 200 QPS overflow a 100 requests/s server; the next backoff (100) is under min_qps
+    with queue_server(10.0) as url:
+        found = _search(
+            url, tmp_path, p99_bound_ms=150.0, start_qps=400.0, max_probes=0, confirm_runs=3,
+            confirm_attempts=3, backoff=0.5, min_qps=150.0,
+        )  # fmt: skip
+    assert found["status"] == "not_confirmed"
+    assert [run["target_qps"] for run in found["confirms"]] == [400.0, 200.0]
+    assert found["message"].endswith("in each of 2 attempt(s)"), found["message"]
+
+
 def test_a_confirm_out_of_budget_after_an_invalid_run_says_both(tmp_path):
     # the first confirming run (200 QPS, over the capacity) fails; its backoff (459 queries
     # at 50 QPS: 9.2 s) would pass the 6 s budget

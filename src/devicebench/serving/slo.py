@@ -189,7 +189,8 @@ class Search:
             note = f"probes only ({why}): {self._found(low, high, low)}"
             return self._section("probed", note, probe_qps=low)
         qps, runs, attempts = low, [], 0
-        for attempts in range(1, self.s.confirm_attempts + 1):
+        while attempts < self.s.confirm_attempts:
+            attempts += 1
             runs = []
             for _ in range(self.s.confirm_runs):  # one INVALID run fails the attempt: back off
                 runs.append(self._run(qps, self.s.confirm_s, "confirm"))
