@@ -54,14 +54,19 @@ def test_search_brackets_bisects_and_confirms_below_the_servers_capacity(tmp_pat
     ), "every run keeps its own LoadGen logs"
 
 
-def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_path):
-    # capacity 100 requests/s: 200 QPS overflows the queue past the 150 ms bound at once; a
-    # quarter of it (50 QPS, half the capacity) stays under it
+def _confirm_only(tmp_path, start_qps, **given):
+    """The confirming runs alone (no probes, as the confirm step of a sweep) against a server of
+    100 requests/s (one at a time, 10 ms each) at a 150 ms bound: over its capacity the queue
+    grows past the bound within a run."""
     with queue_server(10.0) as url:
-        found = _search(
-            url, tmp_path, p99_bound_ms=150.0, start_qps=200.0, max_probes=0, confirm_runs=2,
-            confirm_attempts=2, backoff=0.25, min_qps=10.0,
-        )  # fmt: skip
+        return _search(url, tmp_path, p99_bound_ms=150.0, start_qps=start_qps, max_probes=0,
+                       **given)  # fmt: skip
+
+
+def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_path):
+    # 200 QPS overflows the server; a quarter of it (50 QPS, half the capacity) does not
+    found = _confirm_only(tmp_path, 200.0, confirm_runs=2, confirm_attempts=2, backoff=0.25,
+                          min_qps=10.0)  # fmt: skip
     assert found["probes"] == []
     rates = [run["target_qps"] for run in found["confirms"]]
     assert rates == [200.0, 50.0, 50.0], "the attempt at 200 QPS stopped at its INVALID run"
@@ -71,12 +76,9 @@ def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_p
 
 
 def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
-    # 400 and 200 QPS overflow a 100 requests/s server; the next backoff (100) is under min_qps
-    with queue_server(10.0) as url:
-        found = _search(
-            url, tmp_path, p99_bound_ms=150.0, start_qps=400.0, max_probes=0, confirm_runs=3,
-            confirm_attempts=3, backoff=0.5, min_qps=150.0,
-        )  # fmt: skip
+    # 400 and 200 QPS overflow the server; the next backoff (100) is under min_qps
+    found = _confirm_only(tmp_path, 400.0, confirm_runs=3, confirm_attempts=3, backoff=0.5,
+                          min_qps=150.0)  # fmt: skip
     assert found["status"] == "not_confirmed"
     assert [run["target_qps"] for run in found["confirms"]] == [400.0, 200.0]
     assert found["message"].endswith("in each of 2 attempt(s)"), found["message"]
@@ -85,11 +87,8 @@ def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
 def test_a_confirm_out_of_budget_after_an_invalid_run_says_both(tmp_path):
     # the first confirming run (200 QPS, over the capacity) fails; its backoff (459 queries
     # at 50 QPS: 9.2 s) would pass the 6 s budget
-    with queue_server(10.0) as url:
-        found = _search(
-            url, tmp_path, p99_bound_ms=150.0, start_qps=200.0, max_probes=0, confirm_runs=2,
-            confirm_attempts=2, backoff=0.25, min_qps=10.0, budget_s=6.0,
-        )  # fmt: skip
+    found = _confirm_only(tmp_path, 200.0, confirm_runs=2, confirm_attempts=2, backoff=0.25,
+                          min_qps=10.0, budget_s=6.0)  # fmt: skip
     assert found["status"] == "over_budget" and found["max_valid_qps"] is None
     assert [run["target_qps"] for run in found["confirms"]] == [200.0]
     assert found["message"].startswith("confirming run(s) INVALID (p99 <= 150 ms) at 200 QPS")
