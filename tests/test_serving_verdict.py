@@ -157,3 +157,21 @@ def test_the_slo_table_prices_the_rate_at_the_bound_and_flags_the_yardstick(tmp_
     assert points.loc["cpu", "verdict_p99_ms"] == pytest.approx(13.0)  # median of 12, 13, 14
     spec = p99_vs_rate(runs).to_dict()
     assert spec["facet"]["row"]["field"] == "model"
+
+
+def test_a_search_without_a_confirmed_rate_draws_no_verdict_layer(tmp_path):
+    # an empty verdict layer has an infinite extent that Vega warns of in the browser (seen in
+    # the published h200_serving write-up)
+    paths = [
+        serve_record(tmp_path, "cpu", device="cpu", pool_rps=300.0, slo=_slo("over_budget", None)),
+        serve_record(tmp_path, "gpu", device="cuda", pool_rps=900.0, slo=_slo("no_rate", None)),
+    ]
+    spec = p99_vs_rate(slo_runs_table(paths)).to_dict()
+    marks = [layer["mark"] for layer in spec["spec"]["layer"]]
+    assert not any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
+    assert "no verdict" in " ".join(spec["title"]["subtitle"])
+    confirmed = [serve_record(tmp_path, "ok", device="cpu", pool_rps=300.0, slo=_slo("ok", 200.0))]
+    marks = [
+        layer["mark"] for layer in p99_vs_rate(slo_runs_table(confirmed)).to_dict()["spec"]["layer"]
+    ]
+    assert any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
