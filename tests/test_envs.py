@@ -27,6 +27,10 @@ def pyproject_pins() -> dict[str, str]:
         specs += extra
     pins = {}
     for spec in specs:
+        own = re.fullmatch(r"([A-Za-z0-9_.\-]+)\[([^\]]*)\]", spec.strip())
+        if own and _name(own[1]) == _name(project["name"]):  # an extra naming another extra
+            assert own[2] in project["optional-dependencies"], f"{spec!r}: no such extra"
+            continue
         match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==([^\s;,]+)", spec.strip())
         assert match, f"pyproject dependency {spec!r} is not an exact pin"
         pins[_name(match[1])] = match[2]
