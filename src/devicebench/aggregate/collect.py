@@ -18,6 +18,7 @@ import pandas as pd
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import duplicates, read_record
 from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
+from devicebench.aggregate.values import number_or_none
 from devicebench.measure.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 from devicebench.scenarios import modes
@@ -103,10 +104,8 @@ def device_label(device: Any, threads: Any) -> str:
     """Name a device so CPU thread counts stay apart: "cpu:16t", but plain "cuda"."""
     name = "" if _missing(device) else str(device)
     if name == "cpu" and not _missing(threads):
-        try:
-            return f"cpu:{int(threads)}t"
-        except (TypeError, ValueError):  # an unresolved count ("all"): said as it is
-            return f"cpu:{threads}"
+        count = number_or_none(threads)  # None: an unresolved count ("all"), said as it is
+        return f"cpu:{threads}" if count is None else f"cpu:{int(count)}t"
     return name
 
 

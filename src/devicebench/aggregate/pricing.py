@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from devicebench.aggregate.machines import check_machines
+from devicebench.aggregate.values import number_or_none
 
 CPU_SHAPE = ("instance", "min_vcpus", "per_vcpu_hour")
 GPU_SHAPE = ("match", "per_hour", "instance")
@@ -80,13 +81,10 @@ def min_vcpus(prices: dict[str, Any]) -> int:
 
 def rented_vcpus(threads: Any, copies: Any, prices: dict[str, Any]) -> float:
     """The vCPUs a CPU cell is priced for: threads x copies, at least the smallest instance."""
-    if _missing(threads):
+    count = number_or_none(threads)
+    if count is None:  # none, or unresolved ("all"): no count to price
         return math.nan
-    try:
-        count = int(float(threads))
-    except (TypeError, ValueError):  # unresolved ("all"): no count to price
-        return math.nan
-    used = count * (1 if _missing(copies) else int(copies))
+    used = int(count) * (1 if _missing(copies) else int(copies))
     return float(max(used, min_vcpus(prices)))
 
 

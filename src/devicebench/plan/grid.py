@@ -25,7 +25,8 @@ from devicebench.workloads import specs
 from devicebench.workloads.base import axis_key
 
 # Axes a cell id leaves out at their default: a task's in-process cells keep their ids when it
-# adds engines (_scale_axes); block selectors read the default back (blocks.matches).
+# adds engines (_scale_axes); block selectors and exclusions read the default back
+# (blocks.matches, _apply_exclusions).
 HIDDEN_DEFAULTS = {"engine": IN_PROCESS}
 # The grid's function that builds a cell (a CellSpec) from its axes, run settings and engine
 # options.
@@ -246,8 +247,8 @@ def _apply_exclusions(cells: list[CellSpec], exclude: list[dict[str, Any]]) -> l
     matched = [0] * len(exclude)
     kept = []
     for cell in cells:
-        # an in-process cell has no engine axis: `engine: inprocess` names it all the same
-        values = {"engine": IN_PROCESS} | cell.values
+        # an axis at its hidden default (no engine: in-process) is named by that default too
+        values = HIDDEN_DEFAULTS | cell.values
         hit = False
         for index, rule in enumerate(exclude):
             if all(values.get(key) == value for key, value in rule.items()):

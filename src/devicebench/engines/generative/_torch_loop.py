@@ -28,6 +28,7 @@ class TorchGreedy:
         self.weight_bytes = textgen_llm.weight_bytes(model)
         self._step = None
         self._caches: dict[int, Any] = {}
+        self._readers: dict[int, _LateReader] = {}  # per batch size, pinned memory made once
         self.late_read = True  # on a GPU, read tokens one step late (_LateReader)
 
     def _decode_step(self):
@@ -105,7 +106,7 @@ class TorchGreedy:
             # each step would wait for the step before it
             position = torch.tensor([length], device=self.device)
             late = self.late_read and self.device == "cuda"
-            reader = _LateReader(token.shape[0], emit) if late else None
+            reader = self._reader(token.shape[0], emit) if late else None
             for _ in range(max_new_tokens - 1):
                 token = step(token[:, None].clone(), position, cache).clone()
                 position.add_(1)
@@ -116,6 +117,12 @@ class TorchGreedy:
             if reader is not None:
                 reader.finish()
         return out
+
+    def _reader(self, batch: int, emit: Any) -> _LateReader:
+        """The batch size's late reader (its pinned memory made once), ready for `emit`."""
+        if batch not in self._readers:
+            self._readers[batch] = _LateReader(batch)
+        return self._readers[batch].start(emit)
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
@@ -140,28 +147,35 @@ class _LateReader:
     up to that launch late.
     """
 
-    def __init__(self, batch: int, emit) -> None:
+    def __init__(self, batch: int) -> None:
         import torch
 
-        self._torch, self._emit = torch, emit
+        self._emit: Any = None
+        # two slots and their events, made once per batch size: a step's copy goes to one while
+        # the other's tokens are read (made per step or generation they would be work inside the
+        # timed window)
         self._slots = torch.empty((2, batch), dtype=torch.long, pin_memory=True)
-        self._pending = None
+        self._events = (torch.cuda.Event(), torch.cuda.Event())
+        self._pending: int | None = None  # the slot written but not read yet
         self._count = 0
 
+    def start(self, emit) -> _LateReader:
+        """Ready for a generation whose tokens go to `emit`."""
+        self._emit, self._pending = emit, None
+        return self
+
     def push(self, token) -> None:
-        slot = self._slots[self._count % 2]
-        slot.copy_(token, non_blocking=True)
-        event = self._torch.cuda.Event()
-        event.record()
+        index = self._count % 2
+        self._slots[index].copy_(token, non_blocking=True)
+        self._events[index].record()
         self._count += 1
         self._drain()
-        self._pending = (slot, event)
+        self._pending = index
 
     def _drain(self) -> None:
         if self._pending is not None:
-            slot, event = self._pending
-            event.synchronize()
-            self._emit(slot.tolist())
+            self._events[self._pending].synchronize()
+            self._emit(self._slots[self._pending].tolist())
             self._pending = None
 
     def finish(self) -> None:
