@@ -36,6 +36,7 @@ FAST_MODULES = frozenset(
         "test_findings_wording",
         "test_flop_ratios",
         "test_format_reference",
+        "test_gc_pause",
         "test_generation",
         "test_generator",
         "test_goodput",

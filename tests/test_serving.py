@@ -86,6 +86,7 @@ def test_bad_input_gets_a_4xx_with_a_message_and_the_server_serves_on(
 def test_decoder_processes_score_and_reject_as_threads_do_and_leave_with_the_server(images):
     with ServerProcess(**SERVER, max_batch=4, decode_workers=1) as running:
         assert running.health["decode_workers"] == 1
+        assert running.health["gc_frozen_objects"] > 10_000  # torch's and the model's objects
         decoders = psutil.Process(running.pid).children(recursive=True)
         assert decoders, "the server started no decoder process"
         good = score(running, images[0])

@@ -30,6 +30,7 @@ from devicebench.engines import IN_PROCESS
 from devicebench.measure.environment import torch_cuda_build
 from devicebench.run.processes import die_with_parent
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
+from devicebench.serving.gc_pause import count_full_collections, freeze_loaded_heap
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,
     DEFAULT_MAX_CONCURRENCY,
@@ -316,11 +317,14 @@ def serve(args: argparse.Namespace) -> int:
         sock, note = bind(args.host, args.port)
         stats = ServerStats.in_memory(args.max_batch)
     stats.started()
+    frozen = freeze_loaded_heap()  # the model's objects out of every later collection
+    count_full_collections(stats)
     port = sock.getsockname()[1]
     info = {"task": args.task, "model": args.model, "framework": args.framework}
     info |= {"parameters": scorer.parameters, "decode_workers": args.decode_workers}
     info |= {"replicas": args.replicas, "replica": args.replica_slot, "pid": os.getpid()}
-    info |= {"load_s": load_s, "port": port, "port_note": note, **scorer.info}
+    info |= {"load_s": load_s, "port": port, "port_note": note, "gc_frozen_objects": frozen}
+    info |= scorer.info
     info |= torch_cuda_build()  # for the record's environment: the worker loads no torch
     app = create_app(
         scorer,

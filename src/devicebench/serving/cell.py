@@ -130,6 +130,7 @@ def run_serve(
             "batch_wait_ms": float(serve["batch_wait_ms"]),
             "batch_buckets": server.health.get("batch_buckets"),
             "decode_workers": server.health.get("decode_workers"),
+            "gc_frozen_objects": server.health.get("gc_frozen_objects"),  # gc_pause.py
             "batch_sizes": stats["batch_sizes"],
             "server_counts": stats["counts"],
             "warmup_errors": warm["errors"],

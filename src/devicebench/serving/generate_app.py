@@ -30,6 +30,7 @@ from fastapi.responses import StreamingResponse
 
 from devicebench.serving.app import read_request
 from devicebench.serving.decode import OverLimit
+from devicebench.serving.gc_pause import freeze_loaded_heap
 from devicebench.serving.generate_streams import Streams
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,
@@ -208,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     generator, limits, info = load(args)
+    info["gc_frozen_objects"] = freeze_loaded_heap()  # gc_pause.py: no full-collection pauses
     sock, note = bind(args.host, args.port)
     port = sock.getsockname()[1]
     app = create_app(generator, limits, info | {"port": port, "port_note": note})

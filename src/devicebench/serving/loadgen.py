@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from devicebench.serving.gc_pause import freeze_loaded_heap
+
 SCENARIOS = ("SingleStream", "Server", "Offline")
 JPEG = "image/jpeg"
 # LoadGen's Server verdict needs its early-stopping estimate of the p99 to hold: with every query
@@ -139,6 +141,7 @@ def run_scenario(
     logging.log_output.outdir = str(log_dir)
     logging.log_output.copy_summary_to_stdout = False
     logging.enable_trace = False
+    freeze_loaded_heap()  # the client's completions are timed too: no full-collection pauses
     sut = HttpSut(url, payloads, max_connections, content_type)
     sut_handle = lg.ConstructSUT(sut.issue, sut.flush)
     count = len(payloads)

@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from devicebench.serving.app import add_server_arguments, read_request, scorer_of
+from devicebench.serving.gc_pause import freeze_loaded_heap
 from devicebench.serving.http_limits import add_limit_arguments, refused
 from devicebench.serving.ray_limits import runtime_env
 from devicebench.serving.uvicorn_app import add_one_line_errors, client_of
@@ -90,6 +91,7 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
             self.scorer = scorer_of(argparse.Namespace(**{**vars(args), "device": device}))
             self.scorer.warm_up(args.max_batch)
             self.load_s = time.perf_counter() - started
+            self.gc_frozen_objects = freeze_loaded_heap()  # gc_pause.py
             self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
             self.sizes: Counter[int] = Counter()
             self.counts: Counter[str] = Counter()
@@ -116,7 +118,8 @@ def deployment(args: argparse.Namespace, info: dict[str, Any]):
         async def health(self) -> dict[str, Any]:
             parameters = self.scorer.parameters
             return {"status": "ok", **info, **self.scorer.info, "parameters": parameters,
-                    "load_s": self.load_s}  # fmt: skip
+                    "load_s": self.load_s,
+                    "gc_frozen_objects": self.gc_frozen_objects}  # fmt: skip
 
         @api.get("/stats")
         async def stats(self) -> dict[str, Any]:

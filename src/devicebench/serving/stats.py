@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 COUNTS = ("ok", "rejected_400", "rejected_408", "rejected_413", "rejected_415")
+# full garbage collections while serving and their summed pause (gc_pause.py)
+COUNTS += ("gc_full_collections", "gc_full_pause_us")
 HEAD = ("pid", "starts", "peak_rss_kb", *COUNTS)  # then one column per batch size 0..max_batch
 COLUMN = {name: index for index, name in enumerate(HEAD)}
 
@@ -45,10 +47,10 @@ class ServerStats:
         self.rows[self.slot, COLUMN["starts"]] += 1
         self._peak()
 
-    def count(self, name: str) -> None:
+    def count(self, name: str, amount: int = 1) -> None:
         if name not in COLUMN or name in HEAD[:3]:
             raise KeyError(f"not a server count: {name!r}; counts: {', '.join(COUNTS)}")
-        self.rows[self.slot, COLUMN[name]] += 1
+        self.rows[self.slot, COLUMN[name]] += amount
 
     def batch(self, size: int) -> None:
         """A batch of `size` requests (before padding) was scored."""
