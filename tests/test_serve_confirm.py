@@ -39,6 +39,7 @@ def sweep_slo(status: str, probe_qps: float | None, bound: float = 15.0) -> dict
         "p99_bound_ms": bound, "max_valid_qps": None, "run_qps": None, "confirmed_at_qps": None,
         "probe_qps": probe_qps, "runs": 0, "duration_s": 60.0, "queries": [],
         "early_stopping_met": False, "probes": [], "confirms": [],
+        "settings": {"p99_bound_ms": bound, "confirm": "best"},
     }  # fmt: skip
 
 
@@ -309,6 +310,18 @@ def test_a_sweep_without_its_confirm_record_gives_no_verdict(tmp_path):
     row = _best(paths).loc["fastest"]
     assert pd.isna(row["cpu_samples_per_s"]) and pd.isna(row["gpu_samples_per_s"])
     assert "CPU: sweep probes only" in row["note"] and "GPU: sweep probes only" in row["note"]
+
+
+def test_a_sweep_of_which_a_cell_ran_over_budget_is_still_a_sweep_without_its_confirm(tmp_path):
+    over = sweep_slo("over_budget", None)
+    paths = _write(tmp_path, [
+        record("cpu", sweep_slo("probed", 900.0), replicas=1),
+        record("cpu", over, replicas=4),
+        record("cuda", sweep_slo("probed", 5000.0), replicas=8),
+    ])  # fmt: skip
+    note = _best(paths).loc["fastest"]["note"]
+    assert "CPU: sweep probes only (over_budget 1, probed 1), no confirm record" in note
+    assert "no confirmed rate" not in note
 
 
 def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):

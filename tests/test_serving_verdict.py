@@ -101,6 +101,22 @@ def test_the_serve_verdict_is_max_valid_qps_not_the_closed_loop_rate(tmp_path):
     assert f"CPU ${cpu_cost / 1000:.4g} per 1,000 requests" in cheap.note
 
 
+def test_the_serve_ratio_carries_its_range_over_the_confirming_runs(tmp_path):
+    cpu_slo, gpu_slo = _slo("ok", 300.0), _slo("ok", 1200.0)
+    cpu_slo["run_qps"] = [290.0, 303.0, 310.0]  # the median 303 is max_valid_qps
+    gpu_slo["run_qps"] = [1180.0, 1212.0, 1250.0]
+    paths = [
+        serve_record(tmp_path, "cpu", device="cpu", pool_rps=600.0, slo=cpu_slo),
+        serve_record(tmp_path, "gpu", device="cuda", pool_rps=5000.0, slo=gpu_slo),
+    ]
+    cheap = best(paths).set_index("pick").loc["cheapest"]
+    assert cheap.cost_ratio_low == pytest.approx(cheap.cost_ratio * (1180 / 1212) * (303 / 310))
+    assert cheap.cost_ratio_high == pytest.approx(cheap.cost_ratio * (1250 / 1212) * (303 / 290))
+    assert "range over each side's confirming runs" in cheap.note
+    # the CPU 1.25x cheaper, the whole range on its side, yet within lease-to-lease variance
+    assert cheap.cost_ratio_high < 1 and cheap.confidence == "too close to call"
+
+
 def test_a_device_with_no_rate_at_the_bound_says_so(tmp_path):
     paths = [
         serve_record(tmp_path, "cpu", device="cpu", pool_rps=300.0, slo=_slo("no_rate", None)),

@@ -36,7 +36,7 @@ PREDATES_NOTE = (
 # the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
 SLO_CELL_COLUMNS = (
     "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
-    "confirmed_cell",
+    "confirmed_cell", "run_qps_low", "run_qps_high",
 )  # fmt: skip
 CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
 ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
@@ -73,7 +73,16 @@ def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
         "inprocess_ratio": serving.get("inprocess_ratio"),
         "slo_role": slo_role(record),
         "confirmed_cell": confirm.get("chosen_cell"),
+        **_run_span(found.get("run_qps")),
     }
+
+
+def _run_span(values: Any) -> dict[str, float | None]:
+    """The lowest and highest confirming run's rate: the range the verdict's ratio carries."""
+    numbers = [_number(v) for v in values] if isinstance(values, list) else []
+    numbers = [v for v in numbers if v is not None and v > 0]
+    low, high = (min(numbers), max(numbers)) if numbers else (None, None)
+    return {"run_qps_low": low, "run_qps_high": high}
 
 
 def is_serve(cells: pd.DataFrame) -> pd.Series:
@@ -151,6 +160,9 @@ def _pair(
             ratio = float(cpu["usd_per_million"]) / float(gpu["usd_per_million"])
             row["cost_ratio"] = ratio
             row["cheaper"] = "gpu" if ratio > 1 else "cpu"
+            row["cost_ratio_low"], row["cost_ratio_high"] = _ratio_range(cpu, gpu, ratio)
+            if not np.isnan(row["cost_ratio_low"]):
+                notes.append("range over each side's confirming runs")
             gpus = _number(gpu.get("gpus")) or 1.0
             row["breakeven_gpu_usd_per_hour"] = float(gpu["price_per_hour"]) / gpus * ratio
     elif len(chosen) == 1:
@@ -159,6 +171,21 @@ def _pair(
         notes.append(f"only the {SHOWN[side]} serves at the bound")
     row["note"] = "; ".join(n for n in notes if n)
     return row
+
+
+def _ratio_range(cpu: pd.Series, gpu: pd.Series, ratio: float) -> tuple[float, float]:
+    """The CPU/GPU cost ratio's (low, high) over the confirming runs: cost per request is price
+    over rate, so the ratio is lowest where the GPU's slowest run meets the CPU's fastest; NaN
+    where a side's runs are not recorded."""
+    spans = []
+    for side in (cpu, gpu):
+        rate = float(side["_rate"])
+        low, high = _number(side.get("run_qps_low")), _number(side.get("run_qps_high"))
+        if low is None or high is None:
+            return np.nan, np.nan
+        spans.append((low / rate, high / rate))
+    (cpu_low, cpu_high), (gpu_low, gpu_high) = spans
+    return ratio * gpu_low / cpu_high, ratio * gpu_high / cpu_low
 
 
 def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) -> str:
@@ -173,13 +200,14 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
     at = f"p99 <= {bound:g} ms" if bound else "its bound"
     if statuses.eq("no_rate").all():
         return f"{who}: no rate meets {at}"
-    if statuses.eq("probed").all():
-        return f"{who}: sweep probes only, no confirm record on this machine and code version"
     roles = mine["slo_role"].fillna("").astype(str)
     if roles.eq(ROLES["confirm"]).all() and statuses.eq("no_candidate").all():
         return f"{who}: nothing confirmed: {_text(mine['slo_message'].iloc[0])}"
     counts = statuses.value_counts().sort_index()
     said = ", ".join(f"{status} {count}" for status, count in counts.items())
+    if roles.eq(ROLES["sweep"]).all():
+        only = "" if statuses.eq("probed").all() else f" ({said})"
+        return f"{who}: sweep probes only{only}, no confirm record on this machine and code version"
     return f"{who}: no confirmed rate at {at} ({said})"
 
 

@@ -15,7 +15,10 @@ from devicebench.aggregate import noise
 
 # What a mode's cost ratio is per, and what its range spans (other modes: per sample, over
 # the repetitions).
-MODE_WORDS = {"converge": ("to the target", "its runs"), "serve": ("per request", "repetitions")}
+MODE_WORDS = {
+    "converge": ("to the target", "its runs"),
+    "serve": ("per request", "confirming runs"),
+}
 
 
 def label(row: dict[str, Any]) -> str:

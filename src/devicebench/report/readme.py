@@ -88,18 +88,36 @@ def study_line(repo: Path, folder: Path, prices: dict[str, Any]) -> str:
     facts = study_facts(cells, prices)
     best = load_best(tables)
     base = folder.as_posix()
-    said = "no verdict table"
+    said, served = "no verdict table", []
     if best is not None:
         rows = verdict_rows(reprice(best, cells, prices))
         paired = int(rows["cost_ratio"].notna().sum())
         why = one_side(rows).removeprefix("not measured: ")
-        said = f"{paired} CPU/GPU pairs" if paired else f"no CPU/GPU verdict: {why}"
+        pairs = f"{paired} CPU/GPU pair{'s' if paired != 1 else ''}"
+        said = pairs if paired else f"no CPU/GPU verdict: {why}"
+        served = serving_lines(rows)
     extra = ", data-parallel scaling in `scaling/`" if (repo / folder / "scaling").exists() else ""
     line = (
         f"- [`{folder.name}`]({base}/README.md): {len(cells):,} cells, {facts['measured']}; "
         f"{facts['machines']}; {said}{extra}."
     )
-    return "\n".join([line, *generation_lines(tables)])
+    return "\n".join([line, *served, *generation_lines(tables)])
+
+
+def serving_lines(rows: pd.DataFrame) -> list[str]:
+    """Sub-items for a study's serving verdicts at a p99 bound: each side's confirmed rate and
+    the finding, with the cost ratio's range over the confirming runs (best.csv's serve rows)."""
+    if "mode" not in rows:
+        return []
+    serve = rows[rows["mode"].astype(str).eq("serve") & rows["cost_ratio"].notna()]
+    lines = []
+    for _, row in serve.iterrows():
+        bound = str(row.get("note", "")).split(":")[0]  # "judged at p99 <= 50 ms"
+        lines.append(
+            f"  - Serving {row['model']}, {bound}: CPU {row['cpu_samples_per_s']:,.1f} and GPU "
+            f"{row['gpu_samples_per_s']:,.1f} requests/s confirmed. {row['finding']}"
+        )
+    return lines
 
 
 def _generation_cell(row: pd.Series) -> str:

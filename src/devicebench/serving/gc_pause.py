@@ -1,14 +1,15 @@
 """Keep Python's full garbage collections out of the measured latencies.
 
-A process that has loaded torch, transformers and a model holds some 400,000 objects; a full
-(oldest-generation) collection walks them all with the interpreter lock held: 210 ms on the
-2-core VM (`python benchmarks/gc_pause.py`). The requests' own garbage triggers such a collection
-every few thousand requests, and every request in flight, and every completion the load
-generator has still to record, then waits: one such pause in a 60 s LoadGen run at 70 QPS
-is over 1 % of its queries, so the p99 and the run's verdict measure the collector, not the
-device (the H200 host's first confirming runs: p90 39 ms, p99 360 ms). Freezing the heap once
-the model is loaded (`gc.freeze`, CPython's documented way) moves those long-lived objects out
-of every later collection; the young garbage of each request is still collected.
+A process that has loaded torch, transformers and a model holds some 440,000 objects; a full
+(oldest-generation) collection walks them all with the interpreter lock held: 221-235 ms on the
+2-core VM (`python benchmarks/gc_pause.py`). The requests' own garbage triggers full collections
+while serving, and every request in flight, and every completion the load generator has still
+to record, then waits: one such pause in a 60 s LoadGen run at 70 QPS is over 1 % of its
+queries, so the p99 and the run's verdict measure the collector, not the device (the H200
+host's first confirming runs: p90 39 ms, p99 360 ms). Freezing the heap once the model is loaded
+(`gc.freeze`, CPython's documented way) moves those long-lived objects out of every later
+collection (one then took 7-15 ms in the H200 host's servers); the young garbage of each request
+is still collected.
 """
 
 from __future__ import annotations
