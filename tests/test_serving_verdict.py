@@ -191,3 +191,17 @@ def test_a_search_without_a_confirmed_rate_draws_no_verdict_layer(tmp_path):
         layer["mark"] for layer in p99_vs_rate(slo_runs_table(confirmed)).to_dict()["spec"]["layer"]
     ]
     assert any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
+
+
+def test_the_write_up_answers_serving_at_a_bound_from_the_rows_best_csv_holds(tmp_path):
+    from devicebench.report.answer import answer
+
+    paths = [
+        serve_record(tmp_path, "cpu", device="cpu", pool_rps=600.0, slo=_slo("ok", 100.0, 50.0)),
+        serve_record(tmp_path, "gpu", device="cuda", pool_rps=5000.0, slo=_slo("ok", 1200.0, 50.0)),
+    ]
+    cells = analysis.add_analysis(collect_records(paths), PRICES, "cpu")
+    rows = best_table(cells)
+    assert "p99_bound_ms" not in rows.columns  # best.csv says the bound in its note alone
+    serving = next(a for a in answer(rows, cells) if a.key == "serving_bound")
+    assert serving.measured and serving.verdict == "GPU cheaper"

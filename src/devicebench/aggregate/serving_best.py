@@ -38,6 +38,7 @@ SLO_CELL_COLUMNS = (
     "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
     "confirmed_cell", "run_qps_low", "run_qps_high",
 )  # fmt: skip
+JUDGED = "judged at p99 <= "  # how a serve row's note opens when a bound judged it
 CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
 ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
 
@@ -85,6 +86,12 @@ def _run_span(values: Any) -> dict[str, float | None]:
     return {"run_qps_low": low, "run_qps_high": high}
 
 
+def bound_of(note: Any) -> str | None:
+    """'judged at p99 <= 50 ms' from a serve row's note, or None: no bound judged the row."""
+    text = str(note) if isinstance(note, str) else ""
+    return text.split(":")[0] if text.startswith(JUDGED) else None
+
+
 def is_serve(cells: pd.DataFrame) -> pd.Series:
     """Which rows of the cells frame are serve cells."""
     if "mode" not in cells:
@@ -129,7 +136,7 @@ def _pair(
         * 1e6,  # fmt: skip
     )
     row: dict[str, Any] = base | {"pick": pick}
-    notes = [f"judged at p99 <= {bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
+    notes = [f"{JUDGED}{bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
     chosen = {}
     for side, device in DEVICES.items():
         mine = ok[ok["device"].astype(str).eq(device)]
