@@ -37,6 +37,16 @@ def cost_ratio_range(cpu: pd.Series, gpu: pd.Series, ratio: float) -> tuple[floa
     cpu_low, cpu_high = throughput_range(cpu)
     gpu_low, gpu_high = throughput_range(gpu)
     cpu_rate, gpu_rate = _float(cpu.get("samples_per_s")), _float(gpu.get("samples_per_s"))
+    return ratio_range(ratio, (cpu_low, cpu_rate, cpu_high), (gpu_low, gpu_rate, gpu_high))
+
+
+def ratio_range(
+    ratio: float, cpu: tuple[float, float, float], gpu: tuple[float, float, float]
+) -> tuple[float, float]:
+    """The CPU/GPU cost ratio's (low, high) from each side's (lowest, chosen, highest)
+    throughput: cost is price over throughput, so the ratio is lowest where the GPU's slowest
+    meets the CPU's fastest."""
+    (cpu_low, cpu_rate, cpu_high), (gpu_low, gpu_rate, gpu_high) = cpu, gpu
     low = ratio * (gpu_low / gpu_rate) * (cpu_rate / cpu_high)
     high = ratio * (gpu_high / gpu_rate) * (cpu_rate / cpu_low)
     return low, high

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from devicebench.aggregate import noise
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
 from devicebench.scenarios import modes
@@ -181,18 +182,15 @@ def _pair(
 
 
 def _ratio_range(cpu: pd.Series, gpu: pd.Series, ratio: float) -> tuple[float, float]:
-    """The CPU/GPU cost ratio's (low, high) over the confirming runs: cost per request is price
-    over rate, so the ratio is lowest where the GPU's slowest run meets the CPU's fastest; NaN
-    where a side's runs are not recorded."""
+    """The CPU/GPU cost ratio's (low, high) over each side's confirming runs (noise.py's one
+    rule); NaN where a side's runs are not recorded."""
     spans = []
     for side in (cpu, gpu):
-        rate = float(side["_rate"])
         low, high = _number(side.get("run_qps_low")), _number(side.get("run_qps_high"))
         if low is None or high is None:
             return np.nan, np.nan
-        spans.append((low / rate, high / rate))
-    (cpu_low, cpu_high), (gpu_low, gpu_high) = spans
-    return ratio * gpu_low / cpu_high, ratio * gpu_high / cpu_low
+        spans.append((low, float(side["_rate"]), high))
+    return noise.ratio_range(ratio, *spans)
 
 
 def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) -> str:

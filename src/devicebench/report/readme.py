@@ -108,8 +108,6 @@ def study_line(repo: Path, folder: Path, prices: dict[str, Any]) -> str:
 def serving_lines(rows: pd.DataFrame) -> list[str]:
     """Sub-items for a study's serving verdicts at a p99 bound: each side's confirmed rate and
     the finding, with the cost ratio's range over the confirming runs (best.csv's serve rows)."""
-    if "mode" not in rows:
-        return []
     serve = rows[rows["mode"].astype(str).eq("serve") & rows["cost_ratio"].notna()]
     lines = []
     for _, row in serve.iterrows():
