@@ -324,6 +324,30 @@ def test_a_sweep_of_which_a_cell_ran_over_budget_is_still_a_sweep_without_its_co
     assert "no confirmed rate" not in note
 
 
+def test_a_sweep_confirmed_on_another_machine_gives_one_verdict_from_the_confirm(tmp_path):
+    """The confirm blocks ran in a later session, on another machine and code version: the
+    verdict pairs the two confirm records; the sweep gives no second, verdict-less row."""
+    confirms = [_confirmed("cpu", 400.0, replicas=1), _confirmed("cuda", 3000.0, replicas=8)]
+    for body in confirms:
+        body["environment"]["boot_id"], body["provenance"]["code_version"] = "b-2", "0.1.0+def"
+    paths = _write(tmp_path, [
+        record("cpu", sweep_slo("probed", 900.0), replicas=1),
+        record("cpu", sweep_slo("over_budget", None), replicas=4),
+        record("cuda", sweep_slo("probed", 5000.0), replicas=8),
+        *confirms,
+    ])  # fmt: skip
+    best = _best(paths)
+    assert len(best) == 2 and set(best["boot_id"]) == {"b-2"}
+    row = best.loc["fastest"]
+    assert row["cpu_samples_per_s"] == 400.0 and row["gpu_samples_per_s"] == 3000.0
+    # a sweep whose cells no confirm record names keeps its verdict-less row
+    (tmp_path / "other").mkdir()
+    unconfirmed = record("cuda", sweep_slo("probed", 5000.0), replicas=2)
+    unconfirmed["environment"]["boot_id"] = "b-3"
+    other = _write(tmp_path / "other", [unconfirmed])
+    assert set(_best([*paths, *other])["boot_id"]) == {"b-2", "b-3"}
+
+
 def test_blocks_py_hands_gpu_host_the_confirm_records_of_a_block(tmp_path):
     said = []
 

@@ -9,7 +9,9 @@ boot_id, code_version, model) group: the CPU's and the GPU's best confirmed cell
 of a verdict. Where a device has a confirm record (plan.confirm: its best sweep cell confirmed,
 axis `confirm: best`), only that record judges it: the sweep cells' probes are context (their
 search status is probed, never a verdict), and a confirm step that found nothing to confirm says
-why. best.py calls `serve_rows` (its own logic is for the other modes).
+why. A sweep confirmed on another machine or code version (its confirm blocks ran in a later
+session) gives no row of its own: the confirm records' group holds the verdict. best.py calls
+`serve_rows` (its own logic is for the other modes).
 """
 
 from __future__ import annotations
@@ -109,18 +111,29 @@ def serve_rows(
     if serve.empty:
         return pd.DataFrame(columns=columns)
     wanted = [*GROUP, "slo_status", "max_valid_qps", "p99_bound_ms", "gpus", "gpu_name"]
-    for column in [*wanted, "slo_role", "slo_message"]:
+    for column in [*wanted, "slo_role", "slo_message", "confirmed_cell", "cell_id"]:
         if column not in serve:
             serve[column] = np.nan
     serve["_key"] = [tuple(_text(v) for v in row) for row in serve[GROUP].itertuples(index=False)]
+    confirmed = set(serve["confirmed_cell"].dropna().astype(str))
     rows = []
     for key, group in serve.groupby("_key", sort=True):
+        if _judged_elsewhere(group, confirmed):
+            continue
         base = dict(zip(GROUP, key, strict=True))
         predates = group["slo_status"].fillna(PREDATES).astype(str).eq(PREDATES).all()
         for pick in ("fastest", "cheapest"):  # the verdict shows `cheapest`: the note with it
             empty = base | {"pick": pick, "note": PREDATES_NOTE}
             rows.append(empty if predates else _pair(base, pick, group, name))
     return pd.DataFrame(rows, columns=columns)
+
+
+def _judged_elsewhere(group: pd.DataFrame, confirmed: set[str]) -> bool:
+    """A sweep whose best cell a confirm record confirmed (on the machine that ran the confirm
+    step, perhaps another): the confirm's group gives the verdict, this one no row of its own."""
+    roles = group["slo_role"].fillna("").astype(str)
+    cells = set(group["cell_id"].dropna().astype(str))
+    return bool(roles.eq(ROLES["sweep"]).all() and cells & confirmed)
 
 
 def _pair(
