@@ -32,6 +32,7 @@ FAST_MODULES = frozenset(
         "test_decode",
         "test_serve_confirm",
         "test_engines_table",
+        "test_equal_work",
         "test_fashion_mnist",
         "test_findings_wording",
         "test_flop_ratios",

@@ -115,11 +115,14 @@ def test_pairs_only_within_one_boot_and_code_version(tmp_path):
 def test_engine_compile_gpus_and_other_axes_name_the_configuration(tmp_path):
     extra = {"compile": "compiled", "gpus": 2, "engine": "onnxruntime", "seq_len": 128}
     paths = [
-        record(tmp_path, "cpu", device="cpu", rate=10.0, axes={"engine": "openvino"}),
+        record(
+            tmp_path, "cpu", device="cpu", rate=10.0, axes={"engine": "openvino", "seq_len": 128}
+        ),
         record(tmp_path, "gpu", device="cuda", rate=100.0, precision="bf16", axes=extra),
     ]
     row = table(paths).set_index("pick").loc["fastest"]
-    assert row.cpu_config == "torch fp32, batch 128, 16 threads, engine openvino"
+    assert row.cpu_config == "torch fp32, batch 128, 16 threads, engine openvino, seq_len 128"
+    assert row.work == "seq_len 128"
     gpu = "torch bf16 compiled, batch 128, 2 GPUs, engine onnxruntime, seq_len 128"
     assert row.gpu_config == gpu
     # two GPUs cost 8 $/h; the break-even price is per GPU

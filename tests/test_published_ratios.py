@@ -22,6 +22,7 @@ from devicebench.aggregate.collect import collect_records, read_table
 from devicebench.aggregate.engines import engine_table
 from devicebench.aggregate.pricing import load_prices
 from devicebench.aggregate.tables import speedup_table
+from devicebench.workloads import work_axes
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "results" / "published" / "h100"
@@ -96,9 +97,9 @@ def check_best(best: pd.DataFrame) -> int:
 
 
 def _peer(cell_id: str, other: str) -> bool:
-    """A cell of the same device, task, mode, model and machine as `other`."""
+    """A cell of the same device, task, mode, model, work (seq_len, ...) and machine as `other`."""
     a, b = RECORDS[cell_id], RECORDS[other]
-    keys = ("task", "mode", "model", "device")
+    keys = ("task", "mode", "model", "device", *work_axes())
     return (
         all(a["axes"].get(k) == b["axes"].get(k) for k in keys)
         and a["status"] == "ok"

@@ -115,3 +115,57 @@ def test_generation_lines_say_each_devices_batch1_and_cheapest_cell_from_the_tab
     assert "cuda 507.7 tokens/s at batch 1 (torch_static, bf16, 30% of its bandwidth bound" in line
     assert "cheapest: cpu:16t 17.9" in line or "cheapest: cpu:16t 18.0" in line
     assert generation_lines(tmp_path / "none") == []
+
+
+def test_a_prefill_only_pair_reads_its_first_token_and_prompt_price_never_nan(tmp_path):
+    """2048/1 has no decode: the line gives each device's TTFT and price per million prompt
+    tokens (said once where the cheapest is the fastest cell), and a goodput search that found
+    no rate says so."""
+    import pandas as pd
+
+    from devicebench.report.readme import generation_lines
+
+    common = dict(
+        model="llama-1b",
+        output_len=1,
+        precision="bf16",
+        batch_size=1,
+        generator="torch_eager",
+        decode_tokens_per_s=None,
+    )
+    rows = []
+    for device, ttft, prefill, usd in (
+        ("cpu:16t", 2.0276, 1011.0, 0.187),
+        ("cuda", 0.0148, 138357.0, 0.0100),
+    ):
+        cell = common | dict(
+            prompt_len=2048,
+            device_label=device,
+            ttft_p50_s=ttft,
+            prefill_tokens_per_s=prefill,
+            cost_per_million_prompt_tokens_usd=usd,
+            cell_id=f"{device}-2048",
+        )
+        rows += [
+            cell | dict(criterion="fastest time to first token"),
+            cell | dict(criterion="cheapest per million prompt tokens"),
+        ]
+    pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
+    served = [
+        dict(
+            model="llama-1b",
+            prompt_len=2048,
+            output_len=1,
+            device_label=d,
+            serving_status=s,
+            goodput_qps=None,
+        )
+        for d, s in (("cpu:16t", "no_rate"), ("cuda", "over_budget"))
+    ]
+    pd.DataFrame(served).to_csv(tmp_path / "generation.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    assert "first token: cpu:16t TTFT 2,027.6 ms at batch 1 (torch_eager, bf16" in line
+    assert "cuda TTFT 14.8 ms" in line and "$0.01 per million prompt tokens" in line
+    assert "cheapest prompt: the same cells" in line
+    assert "goodput at the token bounds: none (cpu:16t no_rate, cuda over_budget" in line
+    assert "nan" not in line

@@ -33,6 +33,7 @@ from devicebench.aggregate.quality_gate import unverified_reason
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
 from devicebench.aggregate.verdict_words import finding
+from devicebench.aggregate.work import work_columns, work_text
 from devicebench.engines.agreement import REQUIRED
 from devicebench.scenarios import modes
 
@@ -56,6 +57,7 @@ COLUMNS = [
     "breakeven_gpu_usd_per_hour",
     "note",
     "model",  # a task with several models compares each model on its own
+    "work",  # and each work (prompt and output lengths, sequence length) on its own
     "cost_ratio_low",
     "cost_ratio_high",
     "confidence",
@@ -118,11 +120,15 @@ def _best_of(cells: pd.DataFrame, prices: dict[str, Any] | None) -> pd.DataFrame
         if col not in ok.columns:
             ok[col] = np.nan
     ok["usd_per_million"] = usd_per_million(ok["price_per_hour"], ok["samples_per_s"])
-    ok["_key"] = [tuple(_text(v) for v in row) for row in ok[GROUP].itertuples(index=False)]
+    work = work_columns(ok)
+    ok["_key"] = [
+        tuple(_text(v) for v in row) for row in ok[[*GROUP, *work]].itertuples(index=False)
+    ]
     rows = []
     for key, group in ok.groupby("_key", sort=True):
+        where = dict(zip(GROUP, key, strict=False)) | {"work": work_text(group.iloc[0], work)}
         for pick, column in PICKS.items():
-            rows.append(_pair(dict(zip(GROUP, key, strict=True)), pick, column, group, cells))
+            rows.append(_pair(where, pick, column, group, cells))
     for cpu_machine, gpu_machine in declared_pairs(prices or {}):
         rows += _declared_rows(ok, cells, cpu_machine, gpu_machine)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -140,12 +146,15 @@ def _declared_rows(
     ].copy()
     if mine.empty:
         return []
-    keys = [k for k in GROUP if k != "boot_id"]
-    mine["_key"] = [tuple(_text(v) for v in row) for row in mine[keys].itertuples(index=False)]
+    keys, work = [k for k in GROUP if k != "boot_id"], work_columns(mine)
+    mine["_key"] = [
+        tuple(_text(v) for v in row) for row in mine[[*keys, *work]].itertuples(index=False)
+    ]
     rows = []
     for key, group in mine.groupby("_key", sort=True):
         boots = " + ".join(sorted({_text(b) for b in group["boot_id"]} - {""}))
-        where = dict(zip(keys, key, strict=True)) | {"boot_id": boots}
+        where = dict(zip(keys, key, strict=False)) | {"boot_id": boots}
+        where["work"] = work_text(group.iloc[0], work)
         for pick, column in PICKS.items():
             row = _pair(where, pick, column, group, cells)
             row.update(cpu_machine=cpu_machine, gpu_machine=gpu_machine, crosses_machines=True)

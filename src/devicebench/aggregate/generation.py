@@ -2,17 +2,20 @@
 
 A row holds the token clock (TTFT, TPOT and ITL percentiles), tokens/s (prefill, decode,
 output), the memory-bandwidth bound measured in the cell and the share of it reached, cost per
-million output tokens (hourly price of the cell's device / 3,600 / output tokens/s x 10^6) and
-energy per million output tokens; where the cell served the model (generation.serving), its
-goodput (the highest Poisson rate meeting the p99 TTFT and TPOT bounds), the output tokens/s and
-cost per million tokens at that rate, or the search's status without a rate. Quality is the real
-model's (greedy agreement, perplexity, and why a format was left out); random-weight rows say
-"n/a: random weights".
+million output tokens (hourly price of the cell's device / 3,600 / output tokens/s x 10^6), per
+million prompt tokens (the same at the prefill's tokens/s) and energy per million output
+tokens; where the cell served the model (generation.serving), its goodput (the highest Poisson
+rate meeting the p99 TTFT and TPOT bounds), the output tokens/s and cost per million tokens at
+that rate, or the search's status and why without a rate. Quality is the real model's (greedy
+agreement, perplexity, and why a format was left out); random-weight rows say "n/a: random
+weights".
 
 Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
 the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
 (any batch), each with its share of the bandwidth bound; and, among cells that served their model,
-the highest goodput (its tokens/s and cost per million tokens at that rate).
+the highest goodput (its tokens/s and cost per million tokens at that rate). A prefill-only pair
+(one output token: 2048/1) has no decode to speak of: its rows are the fastest time to first
+token at batch 1 and the cheapest million prompt tokens (priced at the prefill's own rate).
 """
 
 from __future__ import annotations
@@ -39,21 +42,23 @@ BOUND = [
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
 GOODPUT = [
-    "serving_status", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
+    "serving_status", "serving_message", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
     "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd",
 ]  # fmt: skip
 GENERATION_COLUMNS = [
     "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
     "output_len", "status", "message", *CLOCK, *BOUND, "peak_host_mb", "peak_device_mb",
     "joules_per_output_token", "kwh_per_million_tokens", "price_per_hour",
-    "cost_per_million_tokens_usd", *GOODPUT, "quality", "greedy_agreement", "perplexity",
-    "perplexity_fp32", "quality_flag", "weights", "cell_id", "boot_id", "code_version",
+    "cost_per_million_tokens_usd", "cost_per_million_prompt_tokens_usd", *GOODPUT, "quality",
+    "greedy_agreement", "perplexity", "perplexity_fp32", "quality_flag", "weights", "cell_id",
+    "boot_id", "code_version",
 ]  # fmt: skip
 KEYS = ["model", "prompt_len", "output_len", "device_label"]
 BEST_COLUMNS = [
     "criterion", *KEYS, "generator", "precision", "batch_size", "decode_tokens_per_s",
-    "output_tokens_per_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
-    "cost_per_million_tokens_usd", "kwh_per_million_tokens", "goodput_qps",
+    "output_tokens_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
+    "cost_per_million_tokens_usd", "prefill_tokens_per_s", "cost_per_million_prompt_tokens_usd",
+    "kwh_per_million_tokens", "goodput_qps",
     "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "cell_id",
 ]  # fmt: skip
 JOULES_PER_KWH = 3.6e6
@@ -94,6 +99,9 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     rate, joules = gen.get("output_tokens_per_s"), gen.get("joules_per_output_token")
     if rate and not math.isnan(price):
         row["cost_per_million_tokens_usd"] = price / 3600 / rate * 1e6
+    prefill = gen.get("prefill_tokens_per_s")
+    if prefill and not math.isnan(price):
+        row["cost_per_million_prompt_tokens_usd"] = price / 3600 / prefill * 1e6
     if joules:
         row["kwh_per_million_tokens"] = joules * 1e6 / JOULES_PER_KWH
     return row | _goodput(gen.get("serving"), price)
@@ -106,6 +114,7 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
     rate = serving.get("output_tokens_per_s") if serving.get("goodput_qps") else None
     return {
         "serving_status": serving.get("status"),
+        "serving_message": serving.get("message"),
         "goodput_qps": serving.get("goodput_qps"),
         "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
         "goodput_tpot_p99_s": serving.get("tpot_p99_s"),
@@ -130,12 +139,19 @@ def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values(order, kind="stable").reset_index(drop=True)
 
 
+PREFILL_CRITERIA = ("fastest time to first token", "cheapest per million prompt tokens")
+
+
 def generation_best(table: pd.DataFrame) -> pd.DataFrame:
     """The fastest batch-1 decode and the cheapest million output tokens per model, lengths and
-    device, among ok rows whose quality is not flagged."""
+    device, among ok rows whose quality is not flagged (a prefill-only pair: the fastest first
+    token and the cheapest million prompt tokens)."""
     ok = table[table["status"].eq("ok") & ~table["quality"].eq("flagged")]
     rows = []
     for _, group in ok.groupby(KEYS, dropna=False, sort=True):
+        if pd.to_numeric(group["output_len"], errors="coerce").eq(1).all():
+            rows += _prefill_best(group)
+            continue
         single = group[group["batch_size"].eq(1) & group["decode_tokens_per_s"].notna()]
         if not single.empty:
             best = single.loc[single["decode_tokens_per_s"].astype(float).idxmax()]
@@ -149,3 +165,18 @@ def generation_best(table: pd.DataFrame) -> pd.DataFrame:
             best = served.loc[served["goodput_qps"].astype(float).idxmax()]
             rows.append({"criterion": "highest goodput at the token bounds", **best.to_dict()})
     return pd.DataFrame(rows, columns=BEST_COLUMNS)
+
+
+def _prefill_best(group: pd.DataFrame) -> list[dict[str, Any]]:
+    """A prefill-only group's rows: the lowest median TTFT at batch 1, the cheapest prompt."""
+    rows = []
+    fastest, cheapest = PREFILL_CRITERIA
+    single = group[group["batch_size"].eq(1) & group["ttft_p50_s"].notna()]
+    if not single.empty:
+        best = single.loc[single["ttft_p50_s"].astype(float).idxmin()]
+        rows.append({"criterion": fastest, **best.to_dict()})
+    priced = group[group["cost_per_million_prompt_tokens_usd"].notna()]
+    if not priced.empty:
+        best = priced.loc[priced["cost_per_million_prompt_tokens_usd"].astype(float).idxmin()]
+        rows.append({"criterion": cheapest, **best.to_dict()})
+    return rows

@@ -25,6 +25,7 @@ import pandas as pd
 from devicebench.aggregate import noise
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
+from devicebench.aggregate.work import work_columns, work_text
 from devicebench.scenarios import modes
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
@@ -114,13 +115,15 @@ def serve_rows(
     for column in [*wanted, "slo_role", "slo_message", "confirmed_cell", "cell_id"]:
         if column not in serve:
             serve[column] = np.nan
-    serve["_key"] = [tuple(_text(v) for v in row) for row in serve[GROUP].itertuples(index=False)]
+    work = work_columns(serve)
+    keys = [*GROUP, *work]
+    serve["_key"] = [tuple(_text(v) for v in row) for row in serve[keys].itertuples(index=False)]
     confirmed = set(serve["confirmed_cell"].dropna().astype(str))
     rows = []
     for key, group in serve.groupby("_key", sort=True):
         if _judged_elsewhere(group, confirmed):
             continue
-        base = dict(zip(GROUP, key, strict=True))
+        base = dict(zip(GROUP, key, strict=False)) | {"work": work_text(group.iloc[0], work)}
         predates = group["slo_status"].fillna(PREDATES).astype(str).eq(PREDATES).all()
         for pick in ("fastest", "cheapest"):  # the verdict shows `cheapest`: the note with it
             empty = base | {"pick": pick, "note": PREDATES_NOTE}
@@ -131,7 +134,7 @@ def serve_rows(
 def _judged_elsewhere(group: pd.DataFrame, confirmed: set[str]) -> bool:
     """A sweep whose best cell a confirm record confirmed (on the machine that ran the confirm
     step, perhaps another): the confirm's group gives the verdict, this one no row of its own."""
-    roles = group["slo_role"].fillna("").astype(str)
+    roles = group["slo_role"].map(_text)
     cells = set(group["cell_id"].dropna().astype(str))
     return bool(roles.eq(ROLES["sweep"]).all() and cells & confirmed)
 
@@ -218,7 +221,7 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
     at = f"p99 <= {bound:g} ms" if bound else "its bound"
     if statuses.eq("no_rate").all():
         return f"{who}: no rate meets {at}"
-    roles = mine["slo_role"].fillna("").astype(str)
+    roles = mine["slo_role"].map(_text)
     if roles.eq(ROLES["confirm"]).all() and statuses.eq("no_candidate").all():
         return f"{who}: nothing confirmed: {_text(mine['slo_message'].iloc[0])}"
     counts = statuses.value_counts().sort_index()
@@ -233,7 +236,7 @@ def _confirmed(group: pd.DataFrame, device: str) -> pd.DataFrame | None:
     """A device's confirm records in a group, or None where it has none (cells that confirm
     themselves, or only a sweep)."""
     mine = group[group["device"].astype(str).eq(device)]
-    mine = mine[mine["slo_role"].fillna("").astype(str).eq(ROLES["confirm"])]
+    mine = mine[mine["slo_role"].map(_text).eq(ROLES["confirm"])]
     return None if mine.empty else mine
 
 

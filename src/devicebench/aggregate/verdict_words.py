@@ -18,13 +18,15 @@ from devicebench.aggregate import noise
 MODE_WORDS = {
     "converge": ("to the target", "its runs"),
     "serve": ("per request", "confirming runs"),
+    "generate": ("per request", "repetitions"),  # one request: its prompt and output tokens
 }
 
 
 def label(row: dict[str, Any]) -> str:
-    """'task mode' and the model where the row names one."""
-    model = _text(row.get("model"))
-    return f"{row.get('task')} {row.get('mode')}" + (f" ({model})" if model else "")
+    """'task mode' and the model and work where the row names them: 'textgen_llm generate
+    (llama-1b, prompt_len 1024, output_len 128)'."""
+    named = ", ".join(part for part in (_text(row.get("model")), _text(row.get("work"))) if part)
+    return f"{row.get('task')} {row.get('mode')}" + (f" ({named})" if named else "")
 
 
 def times(value: Any) -> str:

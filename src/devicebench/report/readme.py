@@ -131,9 +131,39 @@ def _generation_cell(row: pd.Series) -> str:
     )
 
 
+def _prefill_cell(row: pd.Series) -> str:
+    """A prefill-only cell (one output token): its first token and its prompt tokens' price."""
+    return (
+        f"TTFT {row['ttft_p50_s'] * 1000:,.1f} ms at batch {int(row['batch_size'])} "
+        f"({row['generator']}, {row['precision']}; {row['prefill_tokens_per_s']:,.0f} prompt "
+        f"tokens/s, ${row['cost_per_million_prompt_tokens_usd']:,.3g} per million prompt tokens)"
+    )
+
+
+def _goodput_cell(row: pd.Series) -> str:
+    """A served cell's goodput: its rate at the token bounds and the tokens' price there."""
+    return (
+        f"{row['goodput_qps']:,.3g} requests/s at the token bounds ({row['generator']}, "
+        f"{row['goodput_tokens_per_s']:,.0f} output tokens/s, "
+        f"${row['goodput_cost_per_million_tokens_usd']:,.3g} per million output tokens)"
+    )
+
+
+# (criterion in generation_best.csv, the README's words, how one device's cell reads)
+GENERATION_PARTS = (
+    ("fastest batch-1 decode", "batch 1", _generation_cell),
+    ("cheapest per million output tokens", "cheapest", _generation_cell),
+    ("fastest time to first token", "first token", _prefill_cell),
+    ("cheapest per million prompt tokens", "cheapest prompt", _prefill_cell),
+    ("highest goodput at the token bounds", "goodput", _goodput_cell),
+)
+
+
 def generation_lines(tables: Path) -> list[str]:
     """Sub-items for a study with LLM generation cells: per model and prompt/output pair, each
-    device's fastest batch-1 decode and cheapest cell (tables/generation_best.csv)."""
+    device's fastest batch-1 decode and cheapest cell, or for a prefill-only pair its fastest
+    first token and cheapest prompt tokens (tables/generation_best.csv), and the goodput search
+    where it found no rate (tables/generation.csv)."""
     path = tables / "generation_best.csv"
     if not path.exists():
         return []
@@ -142,18 +172,44 @@ def generation_lines(tables: Path) -> list[str]:
     for (model, prompt, output), group in best.groupby(
         ["model", "prompt_len", "output_len"], sort=True
     ):
-        parts = []
-        for criterion, label in (("fastest batch-1 decode", "batch 1"), ("cheapest", "cheapest")):
-            rows = group[group["criterion"].astype(str).str.startswith(criterion)]
-            said = "; ".join(
-                f"{r['device_label']} {_generation_cell(r)}" for _, r in rows.iterrows()
-            )
+        parts, shown = [], set()
+        for criterion, label, said_of in GENERATION_PARTS:
+            rows = group[group["criterion"].astype(str).eq(criterion)]
+            cells = set(rows["cell_id"].dropna().astype(str)) if "cell_id" in rows else set()
+            if cells and cells <= shown:  # each device's cheapest is its fastest: said once
+                parts.append(f"{label}: the same cells")
+                continue
+            shown |= cells
+            said = "; ".join(f"{r['device_label']} {said_of(r)}" for _, r in rows.iterrows())
             if said:
                 parts.append(f"{label}: {said}")
+        unserved = _unserved(tables, model, prompt, output)
         lines.append(
-            f"  - LLM {model}, prompt {int(prompt)} / output {int(output)}: " + "; ".join(parts)
+            f"  - LLM {model}, prompt {int(prompt)} / output {int(output)}: "
+            + "; ".join([*parts, *unserved])
         )
     return lines
+
+
+def _unserved(tables: Path, model: str, prompt: float, output: float) -> list[str]:
+    """'goodput: none (cpu:16t no_rate, cuda over_budget)' for a pair whose served cells found
+    no rate at the token bounds; nothing where one did (its row says so) or none served."""
+    path = tables / "generation.csv"
+    if not path.exists():
+        return []
+    table = read_table(path)
+    if "serving_status" not in table:
+        return []
+    mine = table[
+        table["model"].eq(model)
+        & table["prompt_len"].eq(prompt)
+        & table["output_len"].eq(output)
+        & table["serving_status"].notna()
+    ]
+    if mine.empty or pd.to_numeric(mine["goodput_qps"], errors="coerce").notna().any():
+        return []
+    said = ", ".join(f"{r['device_label']} {r['serving_status']}" for _, r in mine.iterrows())
+    return [f"goodput at the token bounds: none ({said}; tables/generation.md says why)"]
 
 
 def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:

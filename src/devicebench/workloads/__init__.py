@@ -76,6 +76,12 @@ def spec(name: str) -> TaskSpec:
     return get(name).spec
 
 
+def work_axes() -> tuple[str, ...]:
+    """Every task's work axes (TaskSpec.work_axes: prompt_len, seq_len, ...), in the order the
+    tasks declare them: the axes a verdict holds fixed."""
+    return tuple(dict.fromkeys(axis for one in specs().values() for axis in one.work_axes))
+
+
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)  # NaN in a table row
 

@@ -36,6 +36,9 @@ class TaskSpec:
     # Extra grid axes the task has, with their allowed values (the first is the default).
     axes: dict[str, tuple[str | int | float, ...]] = field(default_factory=dict)
     modes: tuple[str, ...] = ("train", "infer")  # the modes the task runs in
+    # The axes among `axes` that change the work one sample is (its tokens): a verdict divides
+    # throughputs of equal work, so it never sets two values of one against each other.
+    work_axes: tuple[str, ...] = ()
 
     def option(self, name: str) -> int | float:
         """A hyperparameter of the original example (vocabulary, sequence length, units ...)."""

@@ -49,6 +49,7 @@ SPEC = TaskSpec(
         "replicas": (1,),
     },
     modes=("serve",),
+    work_axes=("seq_len",),
 )
 
 

@@ -59,6 +59,7 @@ SPEC = TaskSpec(
     kind="sequence",
     options={"vocab_size": 30522},
     axes={"seq_len": (128, 512), "compile": ("eager", "compiled")},
+    work_axes=("seq_len",),
 )
 
 # weights: pretrained loads the checkpoint with this class, and its own tokenizer beside it.

@@ -205,6 +205,7 @@ class TextgenLlm(Workload):
             "generator": ("torch_eager", "torch_static", "openvino_genai", "llama_cpp"),
         },
         modes=("generate",),
+        work_axes=("prompt_len", "output_len"),
     )
 
     def skip_reason(self, settings: dict[str, Any]) -> str | None:
