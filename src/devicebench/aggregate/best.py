@@ -58,6 +58,7 @@ COLUMNS = [
     "note",
     "model",  # a task with several models compares each model on its own
     "work",  # and each work (prompt and output lengths, sequence length) on its own
+    "p99_bound_ms",  # a serve row's latency bound: its rates are the highest that met it
     "cost_ratio_low",
     "cost_ratio_high",
     "confidence",

@@ -42,7 +42,6 @@ SLO_CELL_COLUMNS = (
     "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
     "confirmed_cell", "run_qps_low", "run_qps_high",
 )  # fmt: skip
-JUDGED = "judged at p99 <= "  # how a serve row's note opens when a bound judged it
 CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
 ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
 
@@ -88,12 +87,6 @@ def _run_span(values: Any) -> dict[str, float | None]:
     numbers = [v for v in numbers if v is not None and v > 0]
     low, high = (min(numbers), max(numbers)) if numbers else (None, None)
     return {"run_qps_low": low, "run_qps_high": high}
-
-
-def bound_of(note: Any) -> str | None:
-    """'judged at p99 <= 50 ms' from a serve row's note, or None: no bound judged the row."""
-    text = str(note) if isinstance(note, str) else ""
-    return text.split(":")[0] if text.startswith(JUDGED) else None
 
 
 def is_serve(cells: pd.DataFrame) -> pd.Series:
@@ -152,8 +145,8 @@ def _pair(
         / pd.to_numeric(ok["max_valid_qps"])
         * 1e6,  # fmt: skip
     )
-    row: dict[str, Any] = base | {"pick": pick}
-    notes = [f"{JUDGED}{bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
+    row: dict[str, Any] = base | {"pick": pick, "p99_bound_ms": bound}
+    notes = [f"judged at p99 <= {bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
     chosen = {}
     for side, device in DEVICES.items():
         mine = ok[ok["device"].astype(str).eq(device)]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from devicebench.aggregate.serving_best import PREDATES_NOTE, bound_of
+from devicebench.aggregate.serving_best import PREDATES_NOTE
 from devicebench.report.verdict import too_close, verdict_rows
 from devicebench.report.words import integer, missing, plural, span
 from devicebench.scenarios import modes
@@ -42,9 +42,9 @@ def is_transformer(task: str) -> bool:
 
 def has_bound(row: pd.Series) -> bool:
     """Whether a serve row was judged at a latency bound: a bound or a highest valid rate
-    under one, in any column the serving aggregate names so, or best.csv's note saying so."""
+    under one, in any column the serving aggregate names so (best.csv: p99_bound_ms)."""
     columns = [c for c in row.index if c in BOUND_COLUMNS or BOUND_WORDS.search(str(c))]
-    return any(not missing(row.get(c)) for c in columns) or bound_of(row.get("note")) is not None
+    return any(not missing(row.get(c)) for c in columns)
 
 
 def _mode(row: pd.Series) -> str:

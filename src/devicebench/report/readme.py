@@ -15,7 +15,6 @@ import pandas as pd
 
 from devicebench.aggregate.analysis import load_prices
 from devicebench.aggregate.collect import read_table
-from devicebench.aggregate.serving_best import bound_of
 from devicebench.report.answer import answer, one_side
 from devicebench.report.facts import study_facts
 from devicebench.report.verdict import load_best, reprice, verdict_rows
@@ -111,12 +110,13 @@ def serving_lines(rows: pd.DataFrame) -> list[str]:
     serve = rows[rows["mode"].astype(str).eq("serve") & rows["cost_ratio"].notna()]
     lines = []
     for _, row in serve.iterrows():
-        bound = bound_of(row.get("note"))
-        if bound is None:  # a closed-loop comparison: no confirmed rate to list
+        bound = pd.to_numeric(row.get("p99_bound_ms"), errors="coerce")
+        if pd.isna(bound):  # a closed-loop comparison: no confirmed rate to list
             continue
         lines.append(
-            f"  - Serving {row['model']}, {bound}: CPU {row['cpu_samples_per_s']:,.1f} and GPU "
-            f"{row['gpu_samples_per_s']:,.1f} requests/s confirmed. {row['finding']}"
+            f"  - Serving {row['model']}, judged at p99 <= {bound:g} ms: CPU "
+            f"{row['cpu_samples_per_s']:,.1f} and GPU {row['gpu_samples_per_s']:,.1f} requests/s "
+            f"confirmed. {row['finding']}"
         )
     return lines
 
