@@ -203,5 +203,6 @@ def test_the_write_up_answers_serving_at_a_bound_from_the_rows_best_csv_holds(tm
     cells = analysis.add_analysis(collect_records(paths), PRICES, "cpu")
     rows = best_table(cells)
     assert rows["p99_bound_ms"].eq(50.0).all()  # best.csv's column holds the bound
+    assert rows["finding"].str.contains("CPU priced as 16 vCPUs").all()  # as the README says
     serving = next(a for a in answer(rows.assign(note=""), cells) if a.key == "serving_bound")
     assert serving.measured and serving.verdict == "GPU cheaper"  # read from it, not the note

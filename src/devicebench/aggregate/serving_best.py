@@ -165,6 +165,7 @@ def _pair(
         row[f"{side}_config"] = name(best)
         row[f"{side}_samples_per_s"] = float(best["_rate"])
         row[f"{side}_usd_per_million"] = _number(best["usd_per_million"])
+        row[f"{side}_priced_as"] = best.get("priced_as")  # the instance shape its price is of
         cost = _number(best["usd_per_million"])
         if cost is not None:
             notes.append(f"{SHOWN[side]} ${cost / 1000:.4g} per 1,000 requests at that rate")
