@@ -77,3 +77,17 @@ def test_every_published_verdict_pairs_cells_of_one_work(study: str):
         cpu, gpu = _axes(row.cpu_cell), _axes(row.gpu_cell)
         for axis in work_axes():
             assert cpu.get(axis) == gpu.get(axis), (study, axis, row.cpu_cell, row.gpu_cell)
+
+
+def test_the_write_up_names_each_verdict_by_its_work_and_shows_a_work_column():
+    from devicebench.report.verdict import display_table, verdict_rows
+
+    cells = analysis.add_analysis(collect_records(_records_of(BOTH_SHAPES)), PRICES, "cpu")
+    best = best_table(cells, PRICES)
+    labels = verdict_rows(best)["label"].tolist()
+    assert sorted(labels) == [
+        "textgen_llm generate (prompt_len 1024, output_len 128)",
+        "textgen_llm generate (prompt_len 2048, output_len 1)",
+    ]
+    shown = display_table(best)
+    assert shown["work"].tolist() == sorted(set(best["work"]))

@@ -125,18 +125,28 @@ def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
     and mode order. `label` names the row (its model too where the task has several)."""
     rows = labelled(best[best["pick"].astype(str).eq("cheapest")])
     rows["_unpaired"] = rows["cost_ratio"].isna()
-    keys = [k for k in ("task", "mode", "model", "boot_id", "code_version") if k in rows]
+    keys = [k for k in ("task", "mode", "model", "work", "boot_id", "code_version") if k in rows]
     return rows.sort_values(["_unpaired", *keys], kind="stable", na_position="last")
 
 
 def labelled(rows: pd.DataFrame) -> pd.DataFrame:
     """`rows` (one pick) with a `label` naming each: task and mode, the model where the task
-    has several, the code version and boot where the same workload appears twice."""
+    has several and the work where the model has several (prompt/output lengths), the code
+    version and boot where the same workload appears twice."""
     rows = rows.copy()
     rows["label"] = rows["task"].astype(str) + " " + rows["mode"].astype(str)
+    named = pd.Series("", index=rows.index)
     if "model" in rows:
         several = rows.groupby(["task", "mode"])["model"].transform("nunique").gt(1)
-        rows.loc[several, "label"] += " (" + rows.loc[several, "model"].astype(str) + ")"
+        named[several] = rows.loc[several, "model"].astype(str)
+    if "work" in rows:
+        work = _text(rows["work"], "")
+        several = work.groupby([rows["task"], rows["mode"], _text(rows["model"], "")]).transform(
+            "nunique"
+        ).gt(1)  # fmt: skip
+        named[several] = (named[several] + ", " + work[several]).str.lstrip(", ")
+    given = named.ne("")
+    rows.loc[given, "label"] += " (" + named[given] + ")"
     twice = rows["label"].duplicated(keep=False)  # the same workload on two machines or codes
     where = _text(rows["code_version"], "?") + " " + _text(rows["boot_id"], "").str[:8]
     rows.loc[twice, "label"] += " [" + where[twice].str.strip() + "]"
@@ -320,6 +330,8 @@ def display_table(best: pd.DataFrame) -> pd.DataFrame:
     )
     if "model" in rows:
         shown.insert(1, "model", _text(rows["model"], "—"))
+    if "work" in rows:  # prompt/output lengths, sequence length: what one sample is
+        shown.insert(2 if "model" in rows else 1, "work", _text(rows["work"], "—"))
     if rows["code_version"].nunique(dropna=False) > 1:
         shown["code version"] = _text(rows["code_version"], "—").to_numpy()
     if rows["boot_id"].nunique(dropna=False) > 1:
