@@ -33,7 +33,7 @@ from devicebench.aggregate.quality_gate import unverified_reason
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
 from devicebench.aggregate.verdict_words import finding
-from devicebench.aggregate.work import work_columns, work_text
+from devicebench.aggregate.work import groups_of_one_work
 from devicebench.engines.agreement import REQUIRED
 from devicebench.scenarios import modes
 
@@ -121,13 +121,8 @@ def _best_of(cells: pd.DataFrame, prices: dict[str, Any] | None) -> pd.DataFrame
         if col not in ok.columns:
             ok[col] = np.nan
     ok["usd_per_million"] = usd_per_million(ok["price_per_hour"], ok["samples_per_s"])
-    work = work_columns(ok)
-    ok["_key"] = [
-        tuple(_text(v) for v in row) for row in ok[[*GROUP, *work]].itertuples(index=False)
-    ]
     rows = []
-    for key, group in ok.groupby("_key", sort=True):
-        where = dict(zip(GROUP, key, strict=False)) | {"work": work_text(group.iloc[0], work)}
+    for where, group in groups_of_one_work(ok, GROUP):
         for pick, column in PICKS.items():
             rows.append(_pair(where, pick, column, group, cells))
     for cpu_machine, gpu_machine in declared_pairs(prices or {}):
@@ -147,15 +142,9 @@ def _declared_rows(
     ].copy()
     if mine.empty:
         return []
-    keys, work = [k for k in GROUP if k != "boot_id"], work_columns(mine)
-    mine["_key"] = [
-        tuple(_text(v) for v in row) for row in mine[[*keys, *work]].itertuples(index=False)
-    ]
     rows = []
-    for key, group in mine.groupby("_key", sort=True):
-        boots = " + ".join(sorted({_text(b) for b in group["boot_id"]} - {""}))
-        where = dict(zip(keys, key, strict=False)) | {"boot_id": boots}
-        where["work"] = work_text(group.iloc[0], work)
+    for where, group in groups_of_one_work(mine, [k for k in GROUP if k != "boot_id"]):
+        where["boot_id"] = " + ".join(sorted({_text(b) for b in group["boot_id"]} - {""}))
         for pick, column in PICKS.items():
             row = _pair(where, pick, column, group, cells)
             row.update(cpu_machine=cpu_machine, gpu_machine=gpu_machine, crosses_machines=True)

@@ -18,7 +18,8 @@ import pandas as pd
 from devicebench.aggregate import energy
 from devicebench.aggregate.records import duplicates, read_record
 from devicebench.aggregate.serving_best import SLO_CELL_COLUMNS, slo_columns
-from devicebench.aggregate.values import number_or_none
+from devicebench.aggregate.values import format_value, number_or_none
+from devicebench.aggregate.values import is_missing as _missing
 from devicebench.measure.flop_formulas import needs_recount
 from devicebench.record import code_version_of
 from devicebench.scenarios import modes
@@ -162,20 +163,6 @@ def markdown_table(df: pd.DataFrame) -> str:
     for row in df.itertuples(index=False, name=None):
         lines.append("| " + " | ".join(_md_escape(format_value(v)) for v in row) + " |")
     return "\n".join(lines) + "\n"
-
-
-def format_value(value: Any) -> str:
-    """Floats to 4 significant digits, missing values empty, everything else as text."""
-    if _missing(value):
-        return ""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        value = float(value)
-        return str(int(value)) if value.is_integer() and abs(value) < 1e4 else f"{value:.4g}"
-    return str(value)
 
 
 def _row(path: Path) -> dict[str, Any]:
@@ -350,15 +337,6 @@ def _section(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 def _get(mapping: Mapping[str, Any], key: str) -> Any:
     value = mapping.get(key)
     return np.nan if value is None else value
-
-
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    try:
-        return isinstance(value, float | np.floating) and math.isnan(value)
-    except TypeError:
-        return False
 
 
 def _md_escape(text: str) -> str:

@@ -139,7 +139,17 @@ def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values(order, kind="stable").reset_index(drop=True)
 
 
-PREFILL_CRITERIA = ("fastest time to first token", "cheapest per million prompt tokens")
+# (criterion, column, the highest wins, batch 1 only): the best rows of a group
+DECODE_BEST = (
+    ("fastest batch-1 decode", "decode_tokens_per_s", True, True),
+    ("cheapest per million output tokens", "cost_per_million_tokens_usd", False, False),
+    ("highest goodput at the token bounds", "goodput_qps", True, False),  # cells that served
+)
+PREFILL_BEST = (  # one output token: no decode to speak of
+    ("fastest time to first token", "ttft_p50_s", False, True),
+    ("cheapest per million prompt tokens", "cost_per_million_prompt_tokens_usd", False, False),
+)
+PREFILL_CRITERIA = tuple(criterion for criterion, *_ in PREFILL_BEST)
 
 
 def generation_best(table: pd.DataFrame) -> pd.DataFrame:
@@ -149,34 +159,12 @@ def generation_best(table: pd.DataFrame) -> pd.DataFrame:
     ok = table[table["status"].eq("ok") & ~table["quality"].eq("flagged")]
     rows = []
     for _, group in ok.groupby(KEYS, dropna=False, sort=True):
-        if pd.to_numeric(group["output_len"], errors="coerce").eq(1).all():
-            rows += _prefill_best(group)
-            continue
-        single = group[group["batch_size"].eq(1) & group["decode_tokens_per_s"].notna()]
-        if not single.empty:
-            best = single.loc[single["decode_tokens_per_s"].astype(float).idxmax()]
-            rows.append({"criterion": "fastest batch-1 decode", **best.to_dict()})
-        priced = group[group["cost_per_million_tokens_usd"].notna()]
-        if not priced.empty:
-            best = priced.loc[priced["cost_per_million_tokens_usd"].astype(float).idxmin()]
-            rows.append({"criterion": "cheapest per million output tokens", **best.to_dict()})
-        served = group[pd.to_numeric(group["goodput_qps"], errors="coerce").notna()]
-        if not served.empty:  # cells that served: the highest rate at the token bounds
-            best = served.loc[served["goodput_qps"].astype(float).idxmax()]
-            rows.append({"criterion": "highest goodput at the token bounds", **best.to_dict()})
+        prefill = pd.to_numeric(group["output_len"], errors="coerce").eq(1).all()
+        for criterion, column, highest, batch_one in PREFILL_BEST if prefill else DECODE_BEST:
+            values = pd.to_numeric(group[column], errors="coerce")
+            values = values[group["batch_size"].eq(1)] if batch_one else values
+            values = values.dropna()
+            if not values.empty:
+                best = group.loc[values.idxmax() if highest else values.idxmin()]
+                rows.append({"criterion": criterion, **best.to_dict()})
     return pd.DataFrame(rows, columns=BEST_COLUMNS)
-
-
-def _prefill_best(group: pd.DataFrame) -> list[dict[str, Any]]:
-    """A prefill-only group's rows: the lowest median TTFT at batch 1, the cheapest prompt."""
-    rows = []
-    fastest, cheapest = PREFILL_CRITERIA
-    single = group[group["batch_size"].eq(1) & group["ttft_p50_s"].notna()]
-    if not single.empty:
-        best = single.loc[single["ttft_p50_s"].astype(float).idxmin()]
-        rows.append({"criterion": fastest, **best.to_dict()})
-    priced = group[group["cost_per_million_prompt_tokens_usd"].notna()]
-    if not priced.empty:
-        best = priced.loc[priced["cost_per_million_prompt_tokens_usd"].astype(float).idxmin()]
-        rows.append({"criterion": cheapest, **best.to_dict()})
-    return rows

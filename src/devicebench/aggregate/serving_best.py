@@ -25,7 +25,7 @@ import pandas as pd
 from devicebench.aggregate import noise
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
-from devicebench.aggregate.work import work_columns, work_text
+from devicebench.aggregate.work import groups_of_one_work
 from devicebench.scenarios import modes
 
 GROUP = ["task", "mode", "boot_id", "code_version", "model"]
@@ -108,15 +108,11 @@ def serve_rows(
     for column in [*wanted, "slo_role", "slo_message", "confirmed_cell", "cell_id"]:
         if column not in serve:
             serve[column] = np.nan
-    work = work_columns(serve)
-    keys = [*GROUP, *work]
-    serve["_key"] = [tuple(_text(v) for v in row) for row in serve[keys].itertuples(index=False)]
     confirmed = set(serve["confirmed_cell"].dropna().astype(str))
     rows = []
-    for key, group in serve.groupby("_key", sort=True):
+    for base, group in groups_of_one_work(serve, GROUP):
         if _judged_elsewhere(group, confirmed):
             continue
-        base = dict(zip(GROUP, key, strict=False)) | {"work": work_text(group.iloc[0], work)}
         predates = group["slo_status"].fillna(PREDATES).astype(str).eq(PREDATES).all()
         for pick in ("fastest", "cheapest"):  # the verdict shows `cheapest`: the note with it
             empty = base | {"pick": pick, "note": PREDATES_NOTE}

@@ -8,12 +8,12 @@ row says which work it compares.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
 
-from devicebench.aggregate.values import key_text, number_or_none
+from devicebench.aggregate.values import format_value, key_text
 from devicebench.workloads import work_axes
 
 
@@ -24,13 +24,20 @@ def work_columns(cells: pd.DataFrame) -> list[str]:
 
 def work_text(row: Mapping[str, Any], columns: list[str]) -> str:
     """'prompt_len 2048, output_len 1' from a row's work axes; '' where it has none."""
-    shown = [(axis, _shown(row.get(axis))) for axis in columns]
+    shown = [(axis, format_value(row.get(axis))) for axis in columns]
     return ", ".join(f"{axis} {value}" for axis, value in shown if value)
 
 
-def _shown(value: Any) -> str:
-    """A length as the config wrote it: 2048, never 2048.0 (a table column of floats)."""
-    number = number_or_none(value)
-    return (
-        str(int(number)) if number is not None and float(number).is_integer() else key_text(value)
-    )
+def groups_of_one_work(
+    frame: pd.DataFrame, keys: list[str]
+) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+    """`frame`'s groups by `keys` (missing values agreed) and its work axes, in key order: each
+    with its keys' texts and its `work`, the start of a best.csv row."""
+    work = work_columns(frame)
+    texts = [tuple(map(key_text, row)) for row in frame[[*keys, *work]].itertuples(index=False)]
+    for key, group in frame.groupby(pd.Series(texts, index=frame.index), sort=True):
+        yield (
+            dict(zip(keys, key[: len(keys)], strict=True))
+            | {"work": work_text(group.iloc[0], work)},
+            group,
+        )

@@ -168,6 +168,7 @@ def generation_lines(tables: Path) -> list[str]:
     if not path.exists():
         return []
     best = read_table(path)
+    served = _served(tables)
     lines = []
     for (model, prompt, output), group in best.groupby(
         ["model", "prompt_len", "output_len"], sort=True
@@ -183,7 +184,7 @@ def generation_lines(tables: Path) -> list[str]:
             said = "; ".join(f"{r['device_label']} {said_of(r)}" for _, r in rows.iterrows())
             if said:
                 parts.append(f"{label}: {said}")
-        unserved = _unserved(tables, model, prompt, output)
+        unserved = _unserved(served, model, prompt, output)
         lines.append(
             f"  - LLM {model}, prompt {int(prompt)} / output {int(output)}: "
             + "; ".join([*parts, *unserved])
@@ -191,20 +192,22 @@ def generation_lines(tables: Path) -> list[str]:
     return lines
 
 
-def _unserved(tables: Path, model: str, prompt: float, output: float) -> list[str]:
+def _served(tables: Path) -> pd.DataFrame:
+    """The generation table's cells that served their model (tables/generation.csv)."""
+    path = tables / "generation.csv"
+    table = read_table(path) if path.exists() else pd.DataFrame()
+    return table[table["serving_status"].notna()] if "serving_status" in table else table.iloc[:0]
+
+
+def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) -> list[str]:
     """'goodput: none (cpu:16t no_rate, cuda over_budget)' for a pair whose served cells found
     no rate at the token bounds; nothing where one did (its row says so) or none served."""
-    path = tables / "generation.csv"
-    if not path.exists():
+    if served.empty:
         return []
-    table = read_table(path)
-    if "serving_status" not in table:
-        return []
-    mine = table[
-        table["model"].eq(model)
-        & table["prompt_len"].eq(prompt)
-        & table["output_len"].eq(output)
-        & table["serving_status"].notna()
+    mine = served[
+        served["model"].eq(model)
+        & served["prompt_len"].eq(prompt)
+        & served["output_len"].eq(output)
     ]
     if mine.empty or pd.to_numeric(mine["goodput_qps"], errors="coerce").notna().any():
         return []

@@ -144,7 +144,10 @@ def labelled(rows: pd.DataFrame) -> pd.DataFrame:
         several = work.groupby([rows["task"], rows["mode"], _text(rows["model"], "")]).transform(
             "nunique"
         ).gt(1)  # fmt: skip
-        named[several] = (named[several] + ", " + work[several]).str.lstrip(", ")
+        named[several] = [
+            ", ".join(part for part in pair if part)
+            for pair in zip(named[several], work[several], strict=True)
+        ]
     given = named.ne("")
     rows.loc[given, "label"] += " (" + named[given] + ")"
     twice = rows["label"].duplicated(keep=False)  # the same workload on two machines or codes
