@@ -274,9 +274,16 @@ def test_llama_cpp_says_which_cells_it_cannot_run() -> None:
     assert "llama_cpp" in generative.names()
     cell = dict(device="cpu", precision="int4", model="smollm2-135m", batch_size=1)
     assert llama.cell_skip_reason(cell) is None
-    assert "random weights" in llama.cell_skip_reason(cell | {"model": "llama-1b"})
+    assert llama.cell_skip_reason(cell | {"model": "llama-1b", "precision": "bf16"}) is None
     assert "at most 1 at once, not 4" in llama.cell_skip_reason(cell | {"batch_size": 4})
-    assert "has no bf16 path" in llama.cell_skip_reason(cell | {"precision": "bf16"})
+    assert "has no fp16 path" in llama.cell_skip_reason(cell | {"precision": "fp16"})
     assert "not cuda" in llama.cell_skip_reason(cell | {"device": "cuda"})
-    with pytest.raises(ValueError, match="random weights"):
-        llama.load("llama-tiny", llama.Options(precision="int4"))
+
+
+def test_llama_cpp_names_each_format_it_runs() -> None:
+    from devicebench.engines.generative.llama_cpp import format_name
+
+    assert format_name("smollm2-135m", "int4") == "GGUF Q4_1 (as shipped)"
+    assert format_name("smollm2-135m", "int8") == "GGUF Q8_0 (llama.cpp quantize)"
+    assert format_name("llama-8b", "int4") == "GGUF Q4_0 (llama.cpp quantize)"
+    assert format_name("llama-1b", "bf16") == "GGUF BF16"

@@ -28,6 +28,9 @@ QUALITY_COLUMNS = (
 SYNTHETIC = "synthetic data"
 RANDOM = "random weights (an untrained model)"
 CONSTANT = "unverified: the fp32 reference predicts one class"
+# Integer weight formats of a generate cell (torchao's int8, llama.cpp's Q8_0 and Q4_0): on random
+# weights nothing can say what they cost in answers (SmolLM2's real-weight cells measure that)
+WEIGHT_ONLY = ("int8", "int4")
 
 
 def quality_reason(row: pd.Series) -> str:
@@ -81,6 +84,10 @@ def unverified_reason(cell: pd.Series) -> str:
     if unverified(check):
         return f"agreement with fp32 {check}"
     precision, engine = str(cell.get("precision")), str(cell.get("engine"))
+    generating = str(cell.get("mode")) in modes(generates=True)
+    random = str(cell.get("model_weights")).startswith("random")
+    if generating and random and precision in WEIGHT_ONLY:
+        return f"{precision} weights on random weights: no real model checks the format here"
     reduced = precision in engines.REDUCED_FORMATS or engine in engines.MODEL_ENGINES
     inferring = str(cell.get("mode")) in modes(scores=True)
     if reduced and inferring and check not in ("agrees", "below reference"):

@@ -77,7 +77,7 @@ def engine_options(settings: dict[str, Any]) -> Any:
         "threads": int(settings.get("threads_resolved", 1)),
         "device": str(settings["device"]),
     }
-    given = {"seed": int(settings["seed"])}
+    given = {"seed": int(settings["seed"]), "model": str(settings["model"])}
     given["max_cache_len"] = int(settings["prompt_len"]) + int(settings["output_len"])
     owned = {f for f in engine.Options.__dataclass_fields__}
     return engine, engine.options_from({k: v for k, v in given.items() if k in owned}, **common)

