@@ -250,6 +250,43 @@ def test_best_rows_skip_flagged_formats_and_take_batch_one_for_speed() -> None:
     assert best.loc["cheapest per million output tokens", "batch_size"] == 16
 
 
+def test_an_integer_winner_on_random_weights_is_unverified_and_has_a_bf16_twin() -> None:
+    """llama.cpp's Q4_0 may decode fastest on the CPU, but on random weights nothing says what
+    it costs in answers: the verdict row says "quality unverified", and the best rows also give
+    each device's fastest bf16 cell, the pair of one format."""
+    import pandas as pd
+
+    from devicebench.aggregate.generation import GENERATION_COLUMNS, generation_best
+    from devicebench.aggregate.quality_gate import unverified_reason
+
+    random = "random: normal(0, initializer_range), seeded"
+    pick = pd.Series(dict(mode="generate", precision="int4", model_weights=random))
+    assert "int4 weights on random weights" in unverified_reason(pick)
+    assert unverified_reason(pick.copy().replace({"int4": "bf16"})) == ""
+    assert unverified_reason(pick.copy().replace({random: "real: SmolLM2 (GGUF)"})) == ""
+
+    def row(device, generator, precision, decode):
+        cell = dict(model="llama-1b", prompt_len=128, output_len=128, device_label=device)
+        cell |= dict(generator=generator, precision=precision, batch_size=1, status="ok")
+        cell |= dict(decode_tokens_per_s=decode, cost_per_million_tokens_usd=100 / decode)
+        return cell | dict(quality="n/a: random weights", cell_id=f"{device}-{precision}")
+
+    table = pd.DataFrame(
+        [row("cpu:16t", "llama_cpp", "int4", 68.0), row("cpu:16t", "llama_cpp", "bf16", 22.8),
+         row("cpu:16t", "torch_eager", "bf16", 14.2), row("cuda", "torch_static", "bf16", 651.0)],
+        columns=GENERATION_COLUMNS,
+    )  # fmt: skip
+    best = generation_best(table).set_index(["criterion", "device_label"])
+    assert best.loc[("fastest batch-1 decode", "cpu:16t"), "precision"] == "int4"
+    twin = best.loc[("fastest batch-1 decode in bf16", "cpu:16t")]
+    assert (twin["generator"], twin["precision"], twin["quality"]) == (
+        "llama_cpp",
+        "bf16",
+        "n/a: random weights",
+    )
+    assert best.loc[("fastest batch-1 decode in bf16", "cuda"), "cell_id"] == "cuda-bf16"
+
+
 def test_tokens_vs_batch_draws_the_bound_dashed_and_the_measured_solid() -> None:
     import pandas as pd
 

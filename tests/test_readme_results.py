@@ -117,6 +117,49 @@ def test_generation_lines_say_each_devices_batch1_and_cheapest_cell_from_the_tab
     assert generation_lines(tmp_path / "none") == []
 
 
+def test_a_cell_said_before_reads_the_same_cell_and_an_unchecked_int4_says_so(tmp_path):
+    import pandas as pd
+
+    from devicebench.report.readme import generation_lines
+
+    common = dict(model="llama-8b", prompt_len=128, output_len=128, batch_size=1,
+                  quality="n/a: random weights", bandwidth_fraction=0.6)  # fmt: skip
+    cpu4 = common | dict(
+        device_label="cpu:16t",
+        generator="llama_cpp",
+        precision="int4",
+        decode_tokens_per_s=12.2,
+        cost_per_million_tokens_usd=18.2,
+        cell_id="c4",
+    )
+    cpu16 = common | dict(
+        device_label="cpu:16t",
+        generator="llama_cpp",
+        precision="bf16",
+        decode_tokens_per_s=5.5,
+        cost_per_million_tokens_usd=37.5,
+        cell_id="c16",
+    )
+    gpu = common | dict(
+        device_label="cuda",
+        generator="torch_static",
+        precision="bf16",
+        decode_tokens_per_s=177.3,
+        cost_per_million_tokens_usd=8.1,
+        cell_id="g",
+    )
+    rows = [cpu4 | dict(criterion="fastest batch-1 decode"),
+            gpu | dict(criterion="fastest batch-1 decode"),
+            cpu16 | dict(criterion="fastest batch-1 decode in bf16"),
+            gpu | dict(criterion="fastest batch-1 decode in bf16")]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    assert "(llama_cpp, int4, 60% of its bandwidth bound; $18.2 per million output tokens; " \
+           "quality unverified)" in line  # fmt: skip
+    assert "batch 1 in bf16: cpu:16t 5.5 tokens/s" in line and "cuda the same cell" in line
+    assert line.count("quality unverified") == 1  # bf16 is not an integer weight format
+
+
 def test_a_prefill_only_pair_reads_its_first_token_and_prompt_price_never_nan(tmp_path):
     """2048/1 has no decode: the line gives each device's TTFT and price per million prompt
     tokens (said once where the cheapest is the fastest cell), and a goodput search that found

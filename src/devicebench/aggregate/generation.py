@@ -11,7 +11,8 @@ agreement, perplexity, and why a format was left out); random-weight rows say "n
 weights".
 
 Best rows, per model, prompt/output lengths and device, among ok rows not flagged for quality:
-the fastest batch-1 decode (a user waiting for one answer) and the cheapest million output tokens
+the fastest batch-1 decode (a user waiting for one answer), the same in bf16 (where an integer
+weight format won on one side, the pair of one format), and the cheapest million output tokens
 (any batch), each with its share of the bandwidth bound; and, among cells that served their model,
 the highest goodput (its tokens/s and cost per million tokens at that rate). A prefill-only pair
 (one output token: 2048/1) has no decode to speak of: its rows are the fastest time to first
@@ -59,7 +60,7 @@ BEST_COLUMNS = [
     "output_tokens_per_s", "ttft_p50_s", "ttft_p99_s", "tpot_p99_s", "bandwidth_fraction",
     "cost_per_million_tokens_usd", "prefill_tokens_per_s", "cost_per_million_prompt_tokens_usd",
     "kwh_per_million_tokens", "goodput_qps",
-    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "cell_id",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "quality", "cell_id",
 ]  # fmt: skip
 JOULES_PER_KWH = 3.6e6
 
@@ -140,14 +141,23 @@ def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
 
 
 # (criterion, column, the highest wins, batch 1 only): the best rows of a group
+# (criterion, column, highest wins, batch 1 only, precision only)
 DECODE_BEST = (
-    ("fastest batch-1 decode", "decode_tokens_per_s", True, True),
-    ("cheapest per million output tokens", "cost_per_million_tokens_usd", False, False),
-    ("highest goodput at the token bounds", "goodput_qps", True, False),  # cells that served
+    ("fastest batch-1 decode", "decode_tokens_per_s", True, True, None),
+    # the same format on both devices: an integer-weight pick above has no twin on the other side
+    ("fastest batch-1 decode in bf16", "decode_tokens_per_s", True, True, "bf16"),
+    ("cheapest per million output tokens", "cost_per_million_tokens_usd", False, False, None),
+    ("highest goodput at the token bounds", "goodput_qps", True, False, None),  # cells that served
 )
 PREFILL_BEST = (  # one output token: no decode to speak of
-    ("fastest time to first token", "ttft_p50_s", False, True),
-    ("cheapest per million prompt tokens", "cost_per_million_prompt_tokens_usd", False, False),
+    ("fastest time to first token", "ttft_p50_s", False, True, None),
+    (
+        "cheapest per million prompt tokens",
+        "cost_per_million_prompt_tokens_usd",
+        False,
+        False,
+        None,
+    ),
 )
 PREFILL_CRITERIA = tuple(criterion for criterion, *_ in PREFILL_BEST)
 
@@ -160,9 +170,12 @@ def generation_best(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, group in ok.groupby(KEYS, dropna=False, sort=True):
         prefill = pd.to_numeric(group["output_len"], errors="coerce").eq(1).all()
-        for criterion, column, highest, batch_one in PREFILL_BEST if prefill else DECODE_BEST:
+        for criterion, column, highest, batch_one, precision in (
+            PREFILL_BEST if prefill else DECODE_BEST
+        ):
             values = pd.to_numeric(group[column], errors="coerce")
             values = values[group["batch_size"].eq(1)] if batch_one else values
+            values = values[group["precision"].eq(precision)] if precision else values
             values = values.dropna()
             if not values.empty:
                 best = group.loc[values.idxmax() if highest else values.idxmin()]

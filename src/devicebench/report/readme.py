@@ -15,6 +15,7 @@ import pandas as pd
 
 from devicebench.aggregate.analysis import load_prices
 from devicebench.aggregate.collect import read_table
+from devicebench.aggregate.quality_gate import WEIGHT_ONLY
 from devicebench.report.answer import answer, one_side
 from devicebench.report.facts import study_facts
 from devicebench.report.verdict import load_best, reprice, verdict_rows
@@ -124,10 +125,12 @@ def serving_lines(rows: pd.DataFrame) -> list[str]:
 def _generation_cell(row: pd.Series) -> str:
     share = row.get("bandwidth_fraction")
     bound = f", {share:.0%} of its bandwidth bound" if pd.notna(share) else ""
+    unchecked = str(row.get("quality", "")).startswith("n/a") and row["precision"] in WEIGHT_ONLY
     return (
         f"{row['decode_tokens_per_s']:,.1f} tokens/s at batch {int(row['batch_size'])} "
         f"({row['generator']}, {row['precision']}{bound}; "
-        f"${row['cost_per_million_tokens_usd']:,.3g} per million output tokens)"
+        f"${row['cost_per_million_tokens_usd']:,.3g} per million output tokens"
+        f"{'; quality unverified' if unchecked else ''})"
     )
 
 
@@ -152,6 +155,7 @@ def _goodput_cell(row: pd.Series) -> str:
 # (criterion in generation_best.csv, the README's words, how one device's cell reads)
 GENERATION_PARTS = (
     ("fastest batch-1 decode", "batch 1", _generation_cell),
+    ("fastest batch-1 decode in bf16", "batch 1 in bf16", _generation_cell),
     ("cheapest per million output tokens", "cheapest", _generation_cell),
     ("fastest time to first token", "first token", _prefill_cell),
     ("cheapest per million prompt tokens", "cheapest prompt", _prefill_cell),
@@ -180,8 +184,12 @@ def generation_lines(tables: Path) -> list[str]:
             if cells and cells <= shown:  # each device's cheapest is its fastest: said once
                 parts.append(f"{label}: the same cells")
                 continue
+            said = "; ".join(
+                f"{r['device_label']} "
+                + ("the same cell" if str(r.get("cell_id")) in shown else said_of(r))
+                for _, r in rows.iterrows()
+            )
             shown |= cells
-            said = "; ".join(f"{r['device_label']} {said_of(r)}" for _, r in rows.iterrows())
             if said:
                 parts.append(f"{label}: {said}")
         unserved = _unserved(served, model, prompt, output)
