@@ -124,30 +124,14 @@ def test_a_cell_said_before_reads_the_same_cell_and_an_unchecked_int4_says_so(tm
 
     common = dict(model="llama-8b", prompt_len=128, output_len=128, batch_size=1,
                   quality="n/a: random weights", bandwidth_fraction=0.6)  # fmt: skip
-    cpu4 = common | dict(
-        device_label="cpu:16t",
-        generator="llama_cpp",
-        precision="int4",
-        decode_tokens_per_s=12.2,
-        cost_per_million_tokens_usd=18.2,
-        cell_id="c4",
-    )
-    cpu16 = common | dict(
-        device_label="cpu:16t",
-        generator="llama_cpp",
-        precision="bf16",
-        decode_tokens_per_s=5.5,
-        cost_per_million_tokens_usd=37.5,
-        cell_id="c16",
-    )
-    gpu = common | dict(
-        device_label="cuda",
-        generator="torch_static",
-        precision="bf16",
-        decode_tokens_per_s=177.3,
-        cost_per_million_tokens_usd=8.1,
-        cell_id="g",
-    )
+    keys = ("device_label", "generator", "precision", "decode_tokens_per_s",
+            "cost_per_million_tokens_usd", "cell_id")  # fmt: skip
+    cpu4, cpu16, gpu = (
+        common | dict(zip(keys, values, strict=True))
+        for values in (("cpu:16t", "llama_cpp", "int4", 12.2, 18.2, "c4"),
+                       ("cpu:16t", "llama_cpp", "bf16", 5.5, 37.5, "c16"),
+                       ("cuda", "torch_static", "bf16", 177.3, 8.1, "g"))
+    )  # fmt: skip
     rows = [cpu4 | dict(criterion="fastest batch-1 decode"),
             gpu | dict(criterion="fastest batch-1 decode"),
             cpu16 | dict(criterion="fastest batch-1 decode in bf16"),
