@@ -118,3 +118,21 @@ def test_a_generate_cell_on_llama_cpp_records_the_written_format(gguf_dir) -> No
     assert (
         generator.weight_bytes == _gguf_export.gguf_file("llama-tiny", 0, "int4", 2).stat().st_size
     )
+
+
+def test_a_model_the_host_cannot_hold_or_the_disk_cannot_take_is_refused_before_drawing(
+    gguf_dir, monkeypatch
+) -> None:
+    import shutil
+
+    from devicebench.generation import run
+
+    monkeypatch.setattr(_gguf_export, "write_llama", lambda *a: pytest.fail("drew the weights"))
+    monkeypatch.setattr(run, "free_bytes", lambda device: 10 * 10**9)
+    with pytest.raises(run.ModelTooLarge, match=r"llama-8b.*16\.06 GB; the host has 10\.00 GB"):
+        _gguf_export.gguf_file("llama-8b", 0, "int4", 2)
+    monkeypatch.setattr(run, "free_bytes", lambda device: 10**12)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(1, 1, 10**9))
+    with pytest.raises(OSError, match="DEVICEBENCH_GGUF_DIR"):
+        _gguf_export.gguf_file("llama-1b", 0, "bf16", 2)
+    assert not list(gguf_dir.glob("*.gguf"))

@@ -60,6 +60,7 @@ def gguf_file(
     if not source.exists():
         from devicebench.workloads import textgen_llm
 
+        check_room(model, plain, folder)
         progress(f"[gguf] drawing {model} (seed {seed}) and writing {source.name}")
         built = textgen_llm.build_model(model, "cpu", plain, seed)
         _atomic(source, lambda path: write_llama(built, path))
@@ -68,6 +69,30 @@ def gguf_file(
         progress(f"[gguf] quantizing {source.name} to {FORMATS[precision][1]} ({threads} threads)")
         _atomic(target, lambda path: quantize(source, path, FORMATS[precision][0], threads))
     return target
+
+
+def check_room(model: str, plain: str, folder: Path) -> None:
+    """Refuse before drawing: the weights are drawn on the host in `plain` and written whole, so
+    host memory and the folder's disk must each hold them (ModelTooLarge, an OOM record, or
+    OSError naming the folder)."""
+    import shutil
+
+    from devicebench.generation.run import ModelTooLarge, free_bytes
+    from devicebench.workloads import textgen_llm
+
+    need = textgen_llm.shape(model).parameters * (4 if plain == "fp32" else 2)
+    free = free_bytes("cpu")
+    if need > 0.9 * free:
+        raise ModelTooLarge(
+            f"writing {model}'s GGUF draws its {plain} weights on the host: {need / 1e9:.2f} GB; "
+            f"the host has {free / 1e9:.2f} GB free (90 % usable)"
+        )
+    disk = shutil.disk_usage(folder).free
+    if need > disk:
+        raise OSError(
+            f"{model}'s {plain} GGUF needs {need / 1e9:.2f} GB; {folder} has {disk / 1e9:.2f} GB "
+            "free (set DEVICEBENCH_GGUF_DIR to a larger disk)"
+        )
 
 
 def _atomic(target: Path, write: Callable[[Path], None]) -> None:
