@@ -32,7 +32,8 @@ class TorchEager(GenerativeEngine):
     description = "torch eager (dynamic KV cache, greedy loop)"
 
     def skip_reason(self, device: str, precision: str) -> str | None:
-        return super().skip_reason(device, precision) or _weight_only.skip_reason(precision)
+        reason = super().skip_reason(device, precision)
+        return reason or _weight_only.skip_reason(precision, device)
 
     def load(self, model: str | Path, options: GenerativeOptions) -> TorchGreedy:
         from devicebench.workloads import textgen_llm
