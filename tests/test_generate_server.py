@@ -21,8 +21,8 @@ from devicebench.serving.process import ServerProcess
 MODULE = "devicebench.serving.generate_app"
 
 
-def server(**limits) -> ServerProcess:
-    arguments = ["--model", "llama-tiny", "--generator", "torch_eager", "--threads", "1"]
+def server(generator: str = "torch_eager", **limits) -> ServerProcess:
+    arguments = ["--model", "llama-tiny", "--generator", generator, "--threads", "1"]
     for name, value in limits.items():
         arguments += [f"--{name.replace('_', '-')}", str(value)]
     return ServerProcess(framework="torch", model="llama-tiny", module=MODULE, arguments=arguments)
@@ -132,6 +132,37 @@ def test_waiting_streams_of_one_shape_generate_as_one_batch_each_its_own_tokens(
         counts = running.stats()
     assert together == alone  # each stream got its own row's greedy tokens
     assert counts["largest_batch"] == 4 and counts["ok"] == 9
+
+
+def test_a_one_sequence_engine_serves_waiting_streams_one_after_another(
+    tmp_path, monkeypatch
+) -> None:
+    """llama.cpp holds one sequence: asked for batches of 4, the server says it batches none,
+    and four streams at once each get the tokens they get alone, one batch of one at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pytest.importorskip("llama_cpp", reason="the tests' extra installs llama-cpp-python")
+    monkeypatch.setenv("DEVICEBENCH_GGUF_DIR", str(tmp_path / "gguf"))
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
+
+    def tokens(url: str, prompt: list[int]) -> list[int]:
+        with httpx.stream("POST", url, json={"prompt": prompt, "max_tokens": 6}) as answer:
+            got = lines(answer)
+        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
+        return [item["token"] for item in got[:-1]]
+
+    limits = dict(max_prompt_tokens=8, max_new_tokens=8, max_batch=4, max_streams=8)
+    with server("llama_cpp", precision="int4", **limits) as running:
+        assert running.health["limits"]["max_batch"] == 1
+        assert running.health["batching"] == "none"
+        assert running.health["format"] == "GGUF Q4_0 (llama.cpp quantize)"
+        url = f"{running.url}/generate"
+        alone = [tokens(url, prompt) for prompt in prompts]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda prompt: tokens(url, prompt), prompts))
+        counts = running.stats()
+    assert together == alone
+    assert counts["largest_batch"] == 1 and counts["ok"] == 8
 
 
 def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> None:

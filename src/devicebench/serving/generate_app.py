@@ -182,6 +182,8 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
         raise ValueError(f"--max-prompt-tokens/--max-new-tokens: {why}")
     if reason := generative.get(args.generator).skip_reason(args.device, args.precision):
         raise ValueError(reason)
+    most = generative.get(args.generator).max_batch  # llama.cpp holds one sequence: one at a time
+    args.max_batch = min(args.max_batch, most) if most else args.max_batch
     settings = vars(args) | {"threads_resolved": args.threads or 1}
     settings |= {"prompt_len": args.max_prompt_tokens, "output_len": args.max_new_tokens}
     engine, options = engine_options(settings)
