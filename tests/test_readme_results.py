@@ -68,6 +68,27 @@ def test_the_answer_has_a_line_per_class_and_says_what_is_not_measured():
     assert len(charts) == 1 and f"({charts[0][1].relative_to(REPO).as_posix()})" in block
 
 
+def test_a_class_the_answer_study_did_not_measure_takes_the_study_that_did_naming_it():
+    """The H100 study has no LLM or latency-bound serving verdict; the H200 studies do: their
+    rows fill the table, each naming its study, with that study's own words and range."""
+    from devicebench.aggregate.analysis import load_prices
+    from devicebench.report.readme import answer_study, class_answers, measured_elsewhere
+
+    prices = load_prices(REPO / "config" / "prices.yaml")
+    chosen = answer_study(REPO).relative_to(REPO)
+    unmeasured = {a.title for a in class_answers(REPO, chosen, prices) if not a.measured}
+    assert "LLM generation" in unmeasured  # else this test shows nothing
+    published = REPO / "results" / "published"
+    others = sorted(f.relative_to(REPO) for f in published.iterdir() if f.name != chosen.name)
+    found = measured_elsewhere(REPO, others, prices)
+    block, _ = results_block(REPO)
+    for title in unmeasured & set(found):
+        folder, said = found[title]
+        row = f"| {title} | [`{folder.name}`]({folder.as_posix()}/README.md): {said.verdict} | "
+        assert row + f"{said.range} |" in block
+    assert "A verdict that names a study comes from that study" in block
+
+
 def _links(path: Path) -> list[Path]:
     text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
     out = []

@@ -43,15 +43,44 @@ def answer_study(repo: Path) -> Path | None:
     return max(scored, key=lambda s: s[0])[1] if scored else None
 
 
-def study_answer(repo: Path, folder: Path, prices: dict[str, Any]) -> tuple[list[str], list]:
-    """The answer's lines for one study (`folder` relative to `repo`) and its class answers."""
+def class_answers(repo: Path, folder: Path, prices: dict[str, Any]) -> list:
+    """A published study's answers, one per workload class (`report.answer`)."""
     tables = repo / folder / "tables"
     cells = read_table(tables / "cells.csv")
     best = reprice(load_best(tables), cells, prices)
     serving = read_table(tables / "serving.csv") if (tables / "serving.csv").exists() else None
-    answers = answer(best, cells, serving)
+    return answer(best, cells, serving)
+
+
+def measured_elsewhere(repo: Path, folders: list[Path], prices: dict[str, Any]) -> dict:
+    """Per workload class, the first of `folders` (relative to `repo`) that measured it, and its
+    answer: what fills a class the answer study did not measure."""
+    found: dict[str, tuple[Path, Any]] = {}
+    for folder in folders:
+        if load_best(repo / folder / "tables") is None:
+            continue
+        for said in class_answers(repo, folder, prices):
+            if said.measured and said.title not in found:
+                found[said.title] = (folder, said)
+    return found
+
+
+def study_answer(
+    repo: Path, folder: Path, prices: dict[str, Any], elsewhere: dict | None = None
+) -> tuple[list[str], list]:
+    """The answer's lines for one study (`folder` relative to `repo`) and its class answers; a
+    class it did not measure takes the answer of the study `elsewhere` names for it, marked
+    with that study's name."""
+    tables = repo / folder / "tables"
+    cells = read_table(tables / "cells.csv")
+    answers = class_answers(repo, folder, prices)
     facts = study_facts(cells, prices)
     base = folder.as_posix()
+    shown, borrowed = list(answers), []
+    for i, said in enumerate(answers):
+        if not said.measured and said.title in (elsewhere or {}):
+            other, shown[i] = elsewhere[said.title]
+            borrowed.append(i)
     lines = [
         f"- **Measured** {facts['measured']}: [`{base}`]({base}/README.md), {len(cells):,} cells.",
         f"- **Machines** {facts['machines']}.",
@@ -59,15 +88,27 @@ def study_answer(repo: Path, folder: Path, prices: dict[str, Any]) -> tuple[list
         f"- **Priced** {facts['priced']}.",
         "",
     ]
+    names = {i: elsewhere[answers[i].title][0] for i in borrowed}
     table = pd.DataFrame(
         {
-            "workload class": [a.title for a in answers],
-            "verdict (cost per sample)": [a.verdict for a in answers],
-            "range": [a.range for a in answers],
-            "main caveat": [a.caveat for a in answers],
+            "workload class": [a.title for a in shown],
+            "verdict (cost per sample)": [
+                f"[`{names[i].name}`]({names[i].as_posix()}/README.md): {a.verdict}"
+                if i in names
+                else a.verdict
+                for i, a in enumerate(shown)
+            ],
+            "range": [a.range for a in shown],
+            "main caveat": [a.caveat for a in shown],
         }
     )
     lines += [markdown(table)]
+    if borrowed:
+        lines += [
+            "A verdict that names a study comes from that study, its machines, dates and GPU "
+            "price (below): this one did not measure the class.",
+            "",
+        ]
     lines.append(
         f"![The verdict by workload class: a dot per workload, its range as a line]"
         f"({base}/report/verdict.png)"
@@ -235,15 +276,16 @@ def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:
     chosen = answer_study(repo)
     if chosen is None:
         lines += ["No published study has a CPU/GPU pair yet: there is no answer to show.", ""]
-    else:
-        part, _ = study_answer(repo, chosen.relative_to(repo), prices)
-        lines += part
-        charts.append((chosen / "tables", chosen / "report" / "verdict.png"))
     others = [
         f
         for f in sorted((repo / "results" / "published").iterdir())
         if (f / "tables" / "cells.csv").exists() and f != chosen
     ]
+    if chosen is not None:
+        elsewhere = measured_elsewhere(repo, [f.relative_to(repo) for f in others], prices)
+        part, _ = study_answer(repo, chosen.relative_to(repo), prices, elsewhere)
+        lines += part
+        charts.append((chosen / "tables", chosen / "report" / "verdict.png"))
     if others:
         lines += ["Other published studies:", ""]
         lines += [study_line(repo, f.relative_to(repo), prices) for f in others]
