@@ -10,6 +10,7 @@
 # runs only the matching cells: a few cells again.
 # DEVICEBENCH_CODE_VERSION, when set, names the commit the copied tree was made from (records'
 # provenance.code_version; a copied tree's .git may be older than its files).
+# DEVICEBENCH_GGUF_DIR (default results/gguf) holds the GGUF files llama_cpp cells write.
 # DEVICEBENCH_WHOLE=1 runs each named block whole: the records an earlier call left of it on this
 # host are removed first (a block cut off is run again whole, not finished in parts).
 # The host needs Python with torch; what it lacks (snakemake's closure, jsonschema, keras) travels
@@ -35,6 +36,9 @@ chmod +x /tmp/devicebench-bin/python
 export PATH=/tmp/devicebench-bin:$PATH PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export KERAS_HOME=/tmp/keras-home
+# llama.cpp cells' GGUF files (the 8B's BF16 is 16 GB): in a git-ignored path the lease keeps
+# between consecutive calls on one machine, so a next call reads them instead of writing them
+export DEVICEBENCH_GGUF_DIR=${DEVICEBENCH_GGUF_DIR:-$PWD/results/gguf}
 started=$(date -u +%FT%TZ)
 stamp=$(date +%H%M%S)
 log="$outdir/snakemake-$stamp.log"
