@@ -140,8 +140,7 @@ def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     return df.sort_values(order, kind="stable").reset_index(drop=True)
 
 
-# (criterion, column, the highest wins, batch 1 only): the best rows of a group
-# (criterion, column, highest wins, batch 1 only, precision only)
+# The best rows of a group: (criterion, column, highest wins, batch 1 only, precision only)
 DECODE_BEST = (
     ("fastest batch-1 decode", "decode_tokens_per_s", True, True, None),
     # the same format on both devices: an integer-weight pick above has no twin on the other side

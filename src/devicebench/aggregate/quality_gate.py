@@ -69,6 +69,13 @@ def mark_quality(cells: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def unchecked_format(precision: str, weights: str) -> bool:
+    """Whether a generate cell's integer weight format has nothing to vouch for its answers:
+    its model's weights are random (`weights`: the record's model.weights, or its quality "n/a:
+    random weights")."""
+    return precision in WEIGHT_ONLY and "random" in weights
+
+
 def unverified(check: object) -> bool:
     """Whether an agreement check was made but can vouch for nothing (n/a or unverified)."""
     return isinstance(check, str) and check.startswith(("n/a", "unverified"))
@@ -85,8 +92,7 @@ def unverified_reason(cell: pd.Series) -> str:
         return f"agreement with fp32 {check}"
     precision, engine = str(cell.get("precision")), str(cell.get("engine"))
     generating = str(cell.get("mode")) in modes(generates=True)
-    random = str(cell.get("model_weights")).startswith("random")
-    if generating and random and precision in WEIGHT_ONLY:
+    if generating and unchecked_format(precision, str(cell.get("model_weights"))):
         return f"{precision} weights on random weights: no real model checks the format here"
     reduced = precision in engines.REDUCED_FORMATS or engine in engines.MODEL_ENGINES
     inferring = str(cell.get("mode")) in modes(scores=True)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from devicebench.aggregate.analysis import load_prices
 from devicebench.aggregate.collect import read_table
-from devicebench.aggregate.quality_gate import WEIGHT_ONLY
+from devicebench.aggregate.quality_gate import unchecked_format
 from devicebench.report.answer import answer, one_side
 from devicebench.report.facts import study_facts
 from devicebench.report.verdict import load_best, reprice, verdict_rows
@@ -76,11 +76,10 @@ def study_answer(
     answers = class_answers(repo, folder, prices)
     facts = study_facts(cells, prices)
     base = folder.as_posix()
-    shown, borrowed = list(answers), []
+    shown, names = list(answers), {}  # names: the study each borrowed row comes from
     for i, said in enumerate(answers):
         if not said.measured and said.title in (elsewhere or {}):
-            other, shown[i] = elsewhere[said.title]
-            borrowed.append(i)
+            names[i], shown[i] = elsewhere[said.title]
     lines = [
         f"- **Measured** {facts['measured']}: [`{base}`]({base}/README.md), {len(cells):,} cells.",
         f"- **Machines** {facts['machines']}.",
@@ -88,7 +87,6 @@ def study_answer(
         f"- **Priced** {facts['priced']}.",
         "",
     ]
-    names = {i: elsewhere[answers[i].title][0] for i in borrowed}
     table = pd.DataFrame(
         {
             "workload class": [a.title for a in shown],
@@ -103,7 +101,7 @@ def study_answer(
         }
     )
     lines += [markdown(table)]
-    if borrowed:
+    if names:
         lines += [
             "A verdict that names a study comes from that study, its machines, dates and GPU "
             "price (below): this one did not measure the class.",
@@ -166,7 +164,7 @@ def serving_lines(rows: pd.DataFrame) -> list[str]:
 def _generation_cell(row: pd.Series) -> str:
     share = row.get("bandwidth_fraction")
     bound = f", {share:.0%} of its bandwidth bound" if pd.notna(share) else ""
-    unchecked = str(row.get("quality", "")).startswith("n/a") and row["precision"] in WEIGHT_ONLY
+    unchecked = unchecked_format(str(row["precision"]), str(row.get("quality", "")))
     return (
         f"{row['decode_tokens_per_s']:,.1f} tokens/s at batch {int(row['batch_size'])} "
         f"({row['generator']}, {row['precision']}{bound}; "

@@ -180,10 +180,11 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     why = textgen_llm.too_long(args.model, args.max_prompt_tokens, args.max_new_tokens)
     if why:
         raise ValueError(f"--max-prompt-tokens/--max-new-tokens: {why}")
-    if reason := generative.get(args.generator).skip_reason(args.device, args.precision):
+    chosen = generative.get(args.generator)
+    if reason := chosen.skip_reason(args.device, args.precision):
         raise ValueError(reason)
-    most = generative.get(args.generator).max_batch  # llama.cpp holds one sequence: one at a time
-    args.max_batch = min(args.max_batch, most) if most else args.max_batch
+    if chosen.max_batch:  # llama.cpp holds one sequence: it serves streams one at a time
+        args.max_batch = min(args.max_batch, chosen.max_batch)
     settings = vars(args) | {"threads_resolved": args.threads or 1}
     settings |= {"prompt_len": args.max_prompt_tokens, "output_len": args.max_new_tokens}
     engine, options = engine_options(settings)
