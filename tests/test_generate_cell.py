@@ -23,14 +23,14 @@ def manifest(tmp_path_factory):
     return folder / "manifest.json"
 
 
-def generate_cell(out, manifest, generator: str) -> dict:
+def generate_cell(out, manifest, generator: str, *settings: str, env=None) -> dict:
     command = [
         sys.executable, SCRIPT, "task=textgen_llm", "model=llama-tiny", "mode=generate",
         "batch_size=2", "threads=1", "repetitions=2", "prompt_len=24", "output_len=6",
-        f"generator={generator}", "generate=" + json.dumps({"bandwidth_mb": 32}),
+        f"generator={generator}", "generate=" + json.dumps({"bandwidth_mb": 32}), *settings,
         "--data", str(manifest), "--out", str(out),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -89,3 +89,19 @@ def test_the_static_decode_step_compiles_to_one_graph_with_eager_tokens() -> Non
     for _ in range(2):
         assert time_generation(static, prompts, 5).tokens == eager.tokens
     assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_an_openvino_genai_cell_records_the_file_it_ran(tmp_path, manifest) -> None:
+    import os
+
+    pytest.importorskip("openvino_genai")
+    pytest.importorskip("llama_cpp", reason="llama.cpp quantizes its file (the tests' extra)")
+    env = os.environ | {"DEVICEBENCH_GGUF_DIR": str(tmp_path / "gguf")}
+    settings = ("batch_size=1", "precision=int4")
+    record = generate_cell(tmp_path / "cell.json", manifest, "openvino_genai", *settings, env=env)
+    assert record["status"] == "ok", record["message"]
+    g = record["generation"]
+    assert g["output_tokens"] == 12 and g["requests"] == 2
+    assert g["format"] == "GGUF Q4_0 (llama.cpp quantize)" and "LATENCY" in g["hint"]
+    assert g["weight_bytes"] == next((tmp_path / "gguf").glob("*-Q4_0.gguf")).stat().st_size
+    assert 0 < g["bandwidth_fraction"] <= 1.05

@@ -148,7 +148,8 @@ def test_engines_are_found_and_say_why_they_cannot_run() -> None:
     assert {"torch_eager", "torch_static", "openvino_genai"} <= set(generative.names())
     assert generative.get("torch_eager").skip_reason("cpu", "bf16") is None
     assert "cuda" in generative.get("torch_static").skip_reason("cpu", "bf16")
-    assert "optimum-intel" in generative.get("openvino_genai").skip_reason("cpu", "int4")
+    assert generative.get("openvino_genai").skip_reason("cpu", "int4") is None  # GGUF reader
+    assert "no fp32 path" in generative.get("openvino_genai").skip_reason("cpu", "fp32")
     assert "llama_cpp runs int4" in generative.get("torch_eager").skip_reason("cpu", "int4")
     assert generative.get("torch_static").skip_reason("cuda", "int4") is None  # tinygemm
     assert generative.get("torch_eager").skip_reason("cpu", "int8") is None  # torchao

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devicebench.engines.generative import _gguf_export
+from devicebench.engines.generative import _gguf_export, llama_cpp
 from devicebench.workloads import textgen_llm
 
 pytest.importorskip("llama_cpp", reason="the tests' extra installs llama-cpp-python")
@@ -74,7 +74,7 @@ def test_llama_cpp_computes_torchs_logits_from_the_written_file(gguf_dir, model)
     spread = reference.std()
     errors = {}
     for precision in ("fp32", "bf16", "int8", "int4"):
-        path = _gguf_export.gguf_file(model, 7, precision, threads=2, progress=lambda _: None)
+        path = llama_cpp.gguf_for(model, precision, 7, threads=2)
         logits = _llama_cpp_logits(path, PROMPT)
         errors[precision] = np.abs(logits - reference).max() / spread
         assert np.corrcoef(logits.ravel(), reference.ravel())[0, 1] > 0.99, precision
@@ -85,13 +85,14 @@ def test_llama_cpp_computes_torchs_logits_from_the_written_file(gguf_dir, model)
 def test_formats_shrink_are_cached_and_never_half_written(gguf_dir, monkeypatch) -> None:
     said: list[str] = []
     sizes = {
-        p: _gguf_export.gguf_file("llama-tiny", 3, p, 2, said.append).stat().st_size
-        for p in ("fp32", "bf16", "int8", "int4")
+        t: _gguf_export.gguf_file("llama-tiny", 3, t, 2, said.append).stat().st_size
+        for t in ("F32", "BF16", "F16", "Q8_0", "Q4_0")
     }
-    assert sizes["fp32"] > sizes["bf16"] > sizes["int8"] > sizes["int4"]
+    assert sizes["F32"] > sizes["BF16"] > sizes["Q8_0"] > sizes["Q4_0"]
+    assert abs(sizes["F16"] / sizes["BF16"] - 1) < 0.01  # two bytes a weight either way
     assert any("quantizing" in line and "Q4_0" in line for line in said)
-    cached = _gguf_export.gguf_file("llama-tiny", 3, "int4", 2, said.append)
-    assert said[-1].endswith("(cached)") and cached.stat().st_size == sizes["int4"]
+    cached = _gguf_export.gguf_file("llama-tiny", 3, "Q4_0", 2, said.append)
+    assert said[-1].endswith("(cached)") and cached.stat().st_size == sizes["Q4_0"]
 
     def broken(model, path):
         path.write_bytes(b"GGUF half")
@@ -99,10 +100,10 @@ def test_formats_shrink_are_cached_and_never_half_written(gguf_dir, monkeypatch)
 
     monkeypatch.setattr(_gguf_export, "write_llama", broken)
     with pytest.raises(OSError, match="disk full"):
-        _gguf_export.gguf_file("llama-tiny", 4, "bf16", 2, said.append)
+        _gguf_export.gguf_file("llama-tiny", 4, "BF16", 2, said.append)
     assert sorted(p.name for p in gguf_dir.iterdir() if "seed4" in p.name) == []
-    with pytest.raises(ValueError, match="no GGUF format for fp16"):
-        _gguf_export.gguf_file("llama-tiny", 3, "fp16", 2, said.append)
+    with pytest.raises(ValueError, match="no GGUF file type Q5_K"):
+        _gguf_export.gguf_file("llama-tiny", 3, "Q5_K", 2, said.append)
 
 
 def test_a_generate_cell_on_llama_cpp_records_the_written_format(gguf_dir) -> None:
@@ -116,7 +117,7 @@ def test_a_generate_cell_on_llama_cpp_records_the_written_format(gguf_dir) -> No
     assert len(timing.tokens[0]) == 8
     assert llama.describe(options)["format"] == "GGUF Q4_0 (llama.cpp quantize)"
     assert (
-        generator.weight_bytes == _gguf_export.gguf_file("llama-tiny", 0, "int4", 2).stat().st_size
+        generator.weight_bytes == _gguf_export.gguf_file("llama-tiny", 0, "Q4_0", 2).stat().st_size
     )
 
 
@@ -130,9 +131,9 @@ def test_a_model_the_host_cannot_hold_or_the_disk_cannot_take_is_refused_before_
     monkeypatch.setattr(_gguf_export, "write_llama", lambda *a: pytest.fail("drew the weights"))
     monkeypatch.setattr(run, "free_bytes", lambda device: 10 * 10**9)
     with pytest.raises(run.ModelTooLarge, match=r"llama-8b.*16\.06 GB; the host has 10\.00 GB"):
-        _gguf_export.gguf_file("llama-8b", 0, "int4", 2)
+        _gguf_export.gguf_file("llama-8b", 0, "Q4_0", 2)
     monkeypatch.setattr(run, "free_bytes", lambda device: 10**12)
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(1, 1, 10**9))
     with pytest.raises(OSError, match="DEVICEBENCH_GGUF_DIR"):
-        _gguf_export.gguf_file("llama-1b", 0, "bf16", 2)
+        _gguf_export.gguf_file("llama-1b", 0, "BF16", 2)
     assert not list(gguf_dir.glob("*.gguf"))

@@ -5,8 +5,9 @@ The random-weight Llama shapes ship no GGUF, so llama.cpp could not run them; wr
 carry the very weights the torch cells draw (`textgen_llm.build_model`, same seed), converted as
 llama.cpp's `convert_hf_to_gguf.py` converts a Llama: its tensor names, q/k rows permuted from
 transformers' rotate-half order to GGUF's interleaved one, Llama-3 RoPE scaling as a
-`rope_freqs` tensor. The vocabulary is a placeholder of the model's size (cells pass token ids,
-never text). Files are cached by model, seed and format (`DEVICEBENCH_GGUF_DIR`, default
+`rope_freqs` tensor. The vocabulary is a placeholder of the model's size in Llama-3's own kind, a
+byte-level BPE (cells pass token ids, never text; OpenVINO GenAI's GGUF reader builds tokenizers
+of that kind only). Files are cached by model, seed and GGUF type (`DEVICEBENCH_GGUF_DIR`, default
 ~/.cache/devicebench/gguf), each written under a temporary name and renamed when whole.
 """
 
@@ -20,14 +21,9 @@ from typing import Any
 
 import numpy as np
 
-WRITER_VERSION = 1  # bump when the written file changes: cached files of older versions are stale
-# The cell's precision -> (llama.cpp file type, what the record calls the format)
-FORMATS = {
-    "fp32": (0, "GGUF F32"),
-    "bf16": (32, "GGUF BF16"),
-    "int8": (7, "GGUF Q8_0 (llama.cpp quantize)"),
-    "int4": (2, "GGUF Q4_0 (llama.cpp quantize)"),
-}
+WRITER_VERSION = 2  # bump when the written file changes: cached files of older versions are stale
+# GGUF file types by name -> llama.cpp's llama_ftype (what `llama_model_quantize` is asked for)
+FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}
 LAYER_TENSORS = {
     "input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
     "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
@@ -42,21 +38,54 @@ def cache_dir() -> Path:
     return Path(found) if found else Path.home() / ".cache" / "devicebench" / "gguf"
 
 
-def gguf_file(
-    model: str, seed: int, precision: str, threads: int, progress: Progress = print
+def describe(file_type: str) -> str:
+    """What a record calls a written file of `file_type`."""
+    made = " (llama.cpp quantize)" if file_type.startswith("Q") else ""
+    return f"GGUF {file_type}{made}"
+
+
+def shipped(model: str, precision: str) -> bool:
+    """Whether an int4 cell runs a real model's GGUF as its package ships it (SmolLM2's Q4_1)."""
+    from devicebench.workloads import textgen_llm
+
+    return model in textgen_llm.REAL_MODELS and precision == "int4"
+
+
+def format_name(model: str, precision: str, file_types: dict[str, str]) -> str:
+    """What a record calls the file an engine that maps precisions to `file_types` runs."""
+    if shipped(model, precision):
+        return "GGUF Q4_1 (as shipped)"
+    return describe(file_types[precision])
+
+
+def gguf_for(
+    model: str, precision: str, file_types: dict[str, str], seed: int, threads: int
 ) -> Path:
-    """The GGUF of `model`'s seeded weights in `precision`, written (and quantized) if missing."""
-    if precision not in FORMATS:
-        raise ValueError(f"no GGUF format for {precision}; formats: {', '.join(FORMATS)}")
+    """The GGUF a cell runs: the shipped file, or one written from the workload's weights in the
+    engine's file type for `precision`."""
+    from devicebench.workloads import textgen_llm
+
+    if shipped(model, precision):
+        return textgen_llm.gguf_path(model)
+    return gguf_file(model, seed, file_types[precision], threads)
+
+
+def gguf_file(
+    model: str, seed: int, file_type: str, threads: int, progress: Progress = print
+) -> Path:
+    """The GGUF of `model`'s seeded weights as `file_type` (a FILE_TYPES name), written from
+    fp32 or bf16 and converted by llama.cpp if missing."""
+    if file_type not in FILE_TYPES:
+        raise ValueError(f"no GGUF file type {file_type}; types: {', '.join(FILE_TYPES)}")
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{model}-seed{seed}-v{WRITER_VERSION}"
-    target = folder / f"{stem}-{precision}.gguf"
+    target = folder / f"{stem}-{file_type}.gguf"
     if target.exists():
         progress(f"[gguf] {target} (cached)")
         return target
-    plain = "fp32" if precision == "fp32" else "bf16"
-    source = folder / f"{stem}-{plain}.gguf"
+    plain, written = ("fp32", "F32") if file_type == "F32" else ("bf16", "BF16")
+    source = folder / f"{stem}-{written}.gguf"
     if not source.exists():
         from devicebench.workloads import textgen_llm
 
@@ -65,9 +94,9 @@ def gguf_file(
         built = textgen_llm.build_model(model, "cpu", plain, seed)
         _atomic(source, lambda path: write_llama(built, path))
         del built
-    if precision != plain:
-        progress(f"[gguf] quantizing {source.name} to {FORMATS[precision][1]} ({threads} threads)")
-        _atomic(target, lambda path: quantize(source, path, FORMATS[precision][0], threads))
+    if file_type != written:
+        progress(f"[gguf] quantizing {source.name} to {file_type} ({threads} threads)")
+        _atomic(target, lambda path: quantize(source, path, FILE_TYPES[file_type], threads))
     return target
 
 
@@ -211,24 +240,42 @@ def _metadata(writer: Any, config: Any, dtype: Any) -> None:
 
 
 def _placeholder_vocabulary(writer: Any, size: int) -> None:
-    """A SentencePiece-style vocabulary of `size` distinct pieces: <unk>, <s>, </s>, the 256 byte
-    pieces, then placeholders (cells hand llama.cpp token ids, never text)."""
+    """A byte-level BPE vocabulary (GPT-2's kind, which Llama-3 uses) of `size` distinct pieces:
+    the 256 byte pieces, placeholders, and Llama-3's begin/end-of-text control tokens last. One
+    merge (of two byte pieces, into a placeholder) because readers require the list (cells hand
+    engines token ids, never text)."""
     import gguf
 
-    specials = ["<unk>", "<s>", "</s>"]
-    byte_pieces = [f"<0x{b:02X}>" for b in range(256)]
-    fixed = (specials + byte_pieces)[:size]
-    tokens = fixed + [f"\u2581t{i}" for i in range(len(fixed), size)]
-    types = [gguf.TokenType.CONTROL] * min(3, size) + [gguf.TokenType.BYTE] * (len(fixed) - 3)
-    types += [gguf.TokenType.NORMAL] * (size - len(fixed))
-    writer.add_tokenizer_model("llama")
+    if size < 259:
+        raise ValueError(f"a byte-level vocabulary needs at least 259 tokens, not {size}")
+    byte_pieces = [_BYTE_PIECES[b] for b in range(256)]
+    tokens = byte_pieces + [f"t{i}" for i in range(256, size - 2)]
+    tokens += ["<|begin_of_text|>", "<|end_of_text|>"]
+    tokens[256] = "ab"
+    types = [gguf.TokenType.NORMAL] * (size - 2) + [gguf.TokenType.CONTROL] * 2
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
-    writer.add_token_scores([0.0] * size)
     writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
+    writer.add_token_merges(["a b"])
+    writer.add_bos_token_id(size - 2)
+    writer.add_eos_token_id(size - 1)
     writer.add_add_bos_token(False)
+
+
+def _byte_pieces() -> dict[int, str]:
+    """GPT-2's printable stand-in for each byte (its `bytes_to_unicode`)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    pieces, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            pieces[b] = chr(b)
+        else:
+            pieces[b], extra = chr(256 + extra), extra + 1
+    return pieces
+
+
+_BYTE_PIECES = _byte_pieces()
 
 
 def quantize(source: Path, target: Path, file_type: int, threads: int) -> None:

@@ -27,6 +27,8 @@ from devicebench.engines.generative.base import GenerativeEngine, GenerativeOpti
 from devicebench.frameworks.generator import OnToken, Prefilled
 
 INSTALL = "pip install -e '.[llamacpp]' (its sdist compiles llama.cpp: about 4.4 min on 2 cores)"
+# The cell's precision -> the GGUF file type llama.cpp runs it as
+FILE_TYPES = {"fp32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4": "Q4_0"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class LlamaCpp(GenerativeEngine):
     name = "llama_cpp"
     package = "llama_cpp"
     devices = ("cpu",)
-    formats = tuple(_gguf_export.FORMATS)
+    formats = tuple(FILE_TYPES)
     Options = LlamaCppOptions
     max_batch = 1
     description = "llama.cpp (llama-cpp-python 0.3.36), greedy"
@@ -63,26 +65,13 @@ class LlamaCpp(GenerativeEngine):
         return {"engine": self.description, "format": form, "hint": None}
 
 
-def shipped(model: str, precision: str) -> bool:
-    """Whether the cell runs a real model's GGUF as its package ships it (SmolLM2's Q4_1)."""
-    from devicebench.workloads import textgen_llm
-
-    return model in textgen_llm.REAL_MODELS and precision == "int4"
-
-
 def format_name(model: str, precision: str) -> str:
-    if shipped(model, precision):
-        return "GGUF Q4_1 (as shipped)"
-    return _gguf_export.FORMATS[precision][1]
+    return _gguf_export.format_name(model, precision, FILE_TYPES)
 
 
 def gguf_for(model: str, precision: str, seed: int, threads: int) -> Path:
-    """The GGUF a cell runs: the shipped file, or one written from the workload's weights."""
-    from devicebench.workloads import textgen_llm
-
-    if shipped(model, precision):
-        return textgen_llm.gguf_path(model)
-    return _gguf_export.gguf_file(model, seed, precision, threads)
+    """The GGUF a llama.cpp cell runs: the shipped file, or one written from the workload's."""
+    return _gguf_export.gguf_for(model, precision, FILE_TYPES, seed, threads)
 
 
 class LlamaCppGreedy:
