@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-SWEEP = ["device_label", "engine", "replicas", "slo_role", "slo_status", "p99_bound_ms"]
+SWEEP = ["model", "device_label", "engine", "replicas", "slo_role", "slo_status", "p99_bound_ms"]
 SWEEP += ["probe_qps", "max_valid_qps"]
 SWEEP += ["closed_loop_rps", "inprocess_samples_per_s", "inprocess_ratio"]
-RUNS = ["device_label", "target_qps", "scheduled_qps", "queries", "p50_ms", "p99_ms", "validity"]
+RUNS = ["model", "device_label", "target_qps", "scheduled_qps", "queries", "p50_ms", "p99_ms"]
+RUNS += ["validity"]
 
 
 def main() -> int:

@@ -116,6 +116,8 @@ def test_a_generate_cell_on_llama_cpp_records_the_written_format(gguf_dir) -> No
     timing = time_generation(generator, [PROMPT], 8)
     assert len(timing.tokens[0]) == 8
     assert llama.describe(options)["format"] == "GGUF Q4_0 (llama.cpp quantize)"
+    assert llama.describe(options)["hint"].startswith("ggml CPU: ")  # the build's features
+    assert "AVX2" in llama.describe(options)["hint"]
     assert (
         generator.weight_bytes == _gguf_export.gguf_file("llama-tiny", 0, "Q4_0", 2).stat().st_size
     )

@@ -62,7 +62,18 @@ class LlamaCpp(GenerativeEngine):
 
     def describe(self, options: Any) -> dict[str, Any]:
         form = format_name(options.model, options.precision)
-        return {"engine": self.description, "format": form, "hint": None}
+        return {"engine": self.description, "format": form, "hint": build_features()}
+
+
+def build_features() -> str:
+    """What the installed llama.cpp was built to use on this CPU (its system info's features
+    that read 1: AVX512, AMX_INT8 ...), so that a record names the build that ran."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    info = info.split(":", 1)[-1]  # "CPU : SSE3 = 1 | ..."
+    found = [part.split("=")[0].strip() for part in info.split("|") if part.strip().endswith("= 1")]
+    return "ggml CPU: " + ", ".join(found)
 
 
 def format_name(model: str, precision: str) -> str:
