@@ -133,3 +133,19 @@ def test_llama_cpp_on_a_gguf_written_from_smollm2s_weights(austen, smollm2, tmp_
     assert abs(ppl / ppl_fp32 - 1) < 0.01 and agreement > 0.99, scores
     assert quality.judge(agreement, ppl, ppl_fp32) is None
     assert abs(ppl8 / ppl_fp32 - 1) < 0.02 and 0.9 < agreement8 < agreement, scores
+
+
+def test_an_engine_without_logits_is_shown_not_judged(austen, smollm2) -> None:
+    """OpenVINO GenAI gives no logits per position: its SmolLM2 cell's quality says so, its
+    free-running agreement is shown, and the generation table reads it "quality unverified"."""
+    from devicebench.aggregate.generation import _quality
+
+    settings = dict(model="smollm2-135m", seed=0, batch_size=1,
+                    generate={"corpus_dir": str(austen), "quality_tokens": 160})  # fmt: skip
+    prompts = [textgen_llm.tokenizer("smollm2-135m")("It is a truth")["input_ids"]]
+    tokens = np.array([[416, 2093, 699]])
+    section = quality.quality_section(settings, None, prompts, tokens)
+    assert section["greedy_agreement"] is None and section["perplexity"] is None
+    assert section["flagged"] is None and 0 <= section["generation_agreement"] <= 1
+    assert "no logits per position" in section["unverified"]
+    assert _quality(section)["quality"].startswith("quality unverified: the engine gives no")

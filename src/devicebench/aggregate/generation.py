@@ -65,11 +65,15 @@ BEST_COLUMNS = [
 JOULES_PER_KWH = 3.6e6
 
 
+def _unverified_or_ok(quality: dict[str, Any]) -> str:
+    return f"quality unverified: {quality['unverified']}" if quality.get("unverified") else "ok"
+
+
 def _quality(quality: dict[str, Any]) -> dict[str, Any]:
     if "status" in quality:  # random weights: no figure means anything
         return {"quality": quality["status"]}
     return {
-        "quality": "flagged" if quality.get("flagged") else "ok",
+        "quality": "flagged" if quality.get("flagged") else _unverified_or_ok(quality),
         "greedy_agreement": quality.get("greedy_agreement"),
         "perplexity": quality.get("perplexity"),
         "perplexity_fp32": quality.get("perplexity_fp32"),

@@ -89,7 +89,7 @@ def quality_section(
     ppl, predicted = score(model, ids) if model is not None else (None, None)
     agree = agreement(predicted, predicted_fp32) if predicted is not None else None
     flag = judge(agree, ppl, ppl_fp32)
-    return {
+    section = {
         "greedy_agreement": agree,  # next-token argmax on the held-out chapter, as fp32's
         # the cell's own free-running tokens against fp32's on the same prompts: one early
         # difference changes every later position, so it is shown, not judged
@@ -101,3 +101,9 @@ def quality_section(
         "reference": "torch fp32 eager on the CPU",
         "flagged": flag,
     }
+    if model is None:  # nothing scores the chapter: the gate cannot judge, and says so
+        section["unverified"] = (
+            "the engine gives no logits per position: only its free-running tokens' agreement "
+            "with fp32 is shown, not judged"
+        )
+    return section
