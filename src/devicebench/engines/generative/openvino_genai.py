@@ -85,8 +85,10 @@ class OpenvinoGreedy:
 
     LLMPipeline.generate runs a whole generation and streams its tokens to a callback; here it
     runs on a thread of its own, its streamer handing each token to the scenario's clock through
-    a queue. The streamer holds after the first token until decode says how many more to make (or
-    the next prefill says none), so prefill returns at the first token without knowing the count.
+    a queue (generate releases the interpreter lock, so the clock reads each token as it comes:
+    TPOT as LLMPipeline's own metrics give it, 12.4 against 12.6 ms for SmolLM2's Q8_0 here). The
+    streamer holds after the first token until decode says how many more to make (or the next
+    prefill says none), so prefill returns at the first token without knowing the count.
     """
 
     def __init__(self, path: Path, threads: int, context: int) -> None:
