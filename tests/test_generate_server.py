@@ -165,6 +165,37 @@ def test_a_one_sequence_engine_serves_waiting_streams_one_after_another(
     assert counts["largest_batch"] == 1 and counts["ok"] == 8
 
 
+def test_openvino_genai_serves_streams_in_batches_with_each_streams_own_tokens(
+    tmp_path, monkeypatch
+) -> None:
+    """OpenVINO GenAI's continuous batching behind the server: it batches (up to 4 here), and
+    four streams at once get the tokens each gets alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pytest.importorskip("openvino_genai")
+    pytest.importorskip("llama_cpp", reason="llama.cpp quantizes its file (the tests' extra)")
+    monkeypatch.setenv("DEVICEBENCH_GGUF_DIR", str(tmp_path / "gguf"))
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
+
+    def tokens(url: str, prompt: list[int]) -> list[int]:
+        with httpx.stream("POST", url, json={"prompt": prompt, "max_tokens": 6}) as answer:
+            got = lines(answer)
+        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
+        return [item["token"] for item in got[:-1]]
+
+    limits = dict(max_prompt_tokens=8, max_new_tokens=8, max_batch=4, max_streams=8)
+    with server("openvino_genai", precision="int4", **limits) as running:
+        assert running.health["limits"]["max_batch"] == 4
+        assert running.health["batching"].startswith("static: up to 4 streams")
+        url = f"{running.url}/generate"
+        alone = [tokens(url, prompt) for prompt in prompts]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda prompt: tokens(url, prompt), prompts))
+        counts = running.stats()
+    assert together == alone
+    assert counts["ok"] == 8 and counts["failed"] == 0
+
+
 def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> None:
     prompts = np.random.default_rng(0).integers(0, 512, size=(8, 16))
     payloads = token_loadgen.prompt_payloads(prompts, 6)

@@ -1,10 +1,8 @@
-"""OpenVINO GenAI's LLMPipeline on GGUF files (engines/generative/openvino_genai.py): it runs the
-files llama.cpp runs, generates torch fp32's greedy tokens on SmolLM2's real weights, and hands
-the scenario's clock one token at a time through its streamer thread."""
+"""OpenVINO GenAI on GGUF files (engines/generative/openvino_genai.py): it runs the files
+llama.cpp runs, generates torch fp32's greedy tokens on SmolLM2's real weights, decodes a batch
+in lockstep one scheduler step at a time, and leaves no request behind."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
@@ -24,8 +22,10 @@ def engine(tmp_path, monkeypatch):
     return generative.get("openvino_genai")
 
 
-def _load(engine, model, precision, context=64):
-    options = engine.Options(precision=precision, threads=2, max_cache_len=context, model=model)
+def _load(engine, model, precision, context=64, batch=1):
+    options = engine.Options(
+        precision=precision, threads=2, max_cache_len=context, model=model, max_batch=batch
+    )
     return engine.load(model, options), options
 
 
@@ -48,24 +48,57 @@ def test_it_generates_torch_fp32s_greedy_tokens_on_smollm2(engine) -> None:
         assert len(time_generation(generator, ids, 4).tokens[0]) == 4
 
 
-def test_the_clock_reads_every_token_and_a_generation_left_at_its_first_ends(engine) -> None:
-    generator, _ = _load(engine, "llama-tiny", "int4", context=40)
+def test_a_batch_decodes_in_lockstep_as_each_prompt_alone(engine) -> None:
+    generator, options = _load(engine, "llama-tiny", "int4", context=40, batch=3)
+    prompts = [[3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8], [1, 4, 1, 4, 2, 1, 3, 5]]
+    together = time_generation(generator, prompts, 12)
+    assert [len(row) for row in together.tokens] == [12, 12, 12] and len(together.token_s) == 11
+    assert together.first_token_s < together.token_s[0] < together.token_s[-1]
+    alone = [time_generation(generator, [p], 12).tokens[0] for p in prompts]
+    assert together.tokens == alone
+    assert "no prefix caching" in engine.describe(options)["hint"]
+
+
+def test_a_generation_stopped_or_cut_short_leaves_no_request_behind(engine) -> None:
+    """The generate server stops a batch whose streams all ended (an exception from on_token);
+    a prefill alone (2048/1 cells) asks for one token. Neither leaves a request running, and the
+    next generation is whole."""
+    generator, _ = _load(engine, "llama-tiny", "int8", context=40)
     prompt = [[3, 1, 4, 1, 5, 9, 2, 6]]
     full = time_generation(generator, prompt, 12)
-    assert len(full.tokens[0]) == 12 and len(full.token_s) == 11
-    assert full.first_token_s < full.token_s[0] < full.token_s[-1]
-    threads = threading.active_count()
-    first = time_generation(generator, prompt, 1)  # prefill alone: decode never asked
-    assert first.tokens == [full.tokens[0][:1]]
-    again = time_generation(generator, prompt, 12)  # the next prefill ends the one left
-    assert again.tokens == full.tokens
-    assert threading.active_count() <= threads
+    assert time_generation(generator, prompt, 1).tokens == [full.tokens[0][:1]]
+    assert not generator.pipe.has_non_finished_requests()
+
+    class Stopped(Exception):
+        pass
+
+    def stop_at_third(tokens) -> None:
+        seen.append(tokens)
+        if len(seen) == 3:
+            raise Stopped
+
+    seen: list = []
+    generator.expect(12)
+    with pytest.raises(Stopped):
+        generator.decode(generator.prefill(prompt), 12, stop_at_third)
+    assert not generator.pipe.has_non_finished_requests()
+    assert time_generation(generator, prompt, 12).tokens == full.tokens
+
+
+def test_prefix_caching_is_off() -> None:
+    """LLMPipeline's default keeps the KV cache of prompts it has seen, and every repetition of
+    a cell repeats its prompts: prefill would be skipped (benchmarks/openvino_prefix_cache.py)."""
+    from devicebench.engines.generative.openvino_genai import scheduler
+
+    config = scheduler(context=160, batch=4, kv_bytes=3 * 10**9)
+    assert config.enable_prefix_caching is False and config.dynamic_split_fuse is False
+    assert config.max_num_seqs == 4 and config.max_num_batched_tokens == 640  # one prefill step
+    assert config.cache_size == 4  # GB: the KV cache's 3 GB and one more
 
 
 def test_it_says_what_it_cannot_run(engine, monkeypatch) -> None:
-    cell = dict(device="cpu", precision="int4", model="llama-1b", batch_size=1)
+    cell = dict(device="cpu", precision="int4", model="llama-1b", batch_size=16)
     assert engine.cell_skip_reason(cell) is None
-    assert "at most 1 at once, not 2" in engine.cell_skip_reason(cell | {"batch_size": 2})
     assert "has no fp32 path" in engine.cell_skip_reason(cell | {"precision": "fp32"})
     assert "not cuda" in engine.cell_skip_reason(cell | {"device": "cuda"})
     import importlib.util
@@ -75,7 +108,3 @@ def test_it_says_what_it_cannot_run(engine, monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda n: absent.get(n, real(n)))
     assert "llama-cpp-python is not installed" in engine.cell_skip_reason(cell)
     assert engine.cell_skip_reason(cell | {"model": "smollm2-135m"}) is None  # Q4_1 as shipped
-    monkeypatch.undo()
-    generator, _ = _load(engine, "llama-tiny", "int8", context=40)
-    with pytest.raises(ValueError, match="one sequence at a time, not 2"):
-        generator.prefill([[1, 2], [3, 4]])

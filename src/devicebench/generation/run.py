@@ -79,6 +79,7 @@ def engine_options(settings: dict[str, Any]) -> Any:
     }
     given = {"seed": int(settings["seed"]), "model": str(settings["model"])}
     given["max_cache_len"] = int(settings["prompt_len"]) + int(settings["output_len"])
+    given["max_batch"] = int(settings.get("batch_size") or settings.get("max_batch") or 1)
     owned = {f for f in engine.Options.__dataclass_fields__}
     return engine, engine.options_from({k: v for k, v in given.items() if k in owned}, **common)
 

@@ -133,6 +133,8 @@ class Streams:
         if self.pad:
             prompts += [prompts[0]] * (self.limits.max_batch - len(prompts))
         try:
+            if hasattr(self.generator, "expect"):  # a request-based engine: the length first
+                self.generator.expect(batch[0].max_tokens)
             prefilled = self.generator.prefill(prompts)
             self._send(batch, prefilled.first_tokens)
 

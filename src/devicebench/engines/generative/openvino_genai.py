@@ -7,14 +7,15 @@ and bf16 is F16 (the reader takes F16, Q8_0, Q4_0/Q4_1 and not BF16; 2 bytes a w
 same, and OpenVINO computes in bf16 where the CPU has it). SmolLM2's int4 runs its shipped Q4_1.
 Its reader builds Llama's RoPE without Llama-3's scaling (`rope_freqs`): the same work, other
 numbers, so the Llama shapes' tokens differ from torch's (random weights: no quality either way).
-One sequence at a time (its streamer takes batch 1): batch 1 only. LLMPipeline exposes no
-per-position logits, so its quality on SmolLM2 is the free-running generation's agreement only.
+It runs LLMPipeline's own engine on the CPU, the continuous-batching pipeline, one scheduler step
+at a time: batches of any size. It exposes no per-position logits, so its quality on SmolLM2 is
+the free-running generation's agreement only.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ class OpenvinoGenaiOptions(GenerativeOptions):
     seed: int = 0
     max_cache_len: int = 0  # the context's positions (prompt + output)
     model: str = ""  # the workload's model name (what format_name reads)
+    max_batch: int = 1  # the most sequences generated at once (sizes the scheduler and KV cache)
 
 
 class OpenvinoGenai(GenerativeEngine):
@@ -42,8 +44,7 @@ class OpenvinoGenai(GenerativeEngine):
     devices = ("cpu",)
     formats = tuple(FILE_TYPES)
     Options = OpenvinoGenaiOptions
-    max_batch = 1
-    description = "OpenVINO GenAI LLMPipeline (2026.4.1, GGUF reader), greedy"
+    description = "OpenVINO GenAI ContinuousBatchingPipeline (2026.4.1, GGUF reader), greedy"
 
     def skip_reason(self, device: str, precision: str) -> str | None:
         import importlib.util
@@ -69,63 +70,106 @@ class OpenvinoGenai(GenerativeEngine):
 
     def load(self, model: str | Path, options: GenerativeOptions) -> OpenvinoGreedy:
         assert isinstance(options, OpenvinoGenaiOptions)
+        from devicebench.generation import bandwidth
+        from devicebench.workloads import textgen_llm
+
         path = _gguf_export.gguf_for(
             str(model), options.precision, FILE_TYPES, options.seed, options.threads
         )
-        return OpenvinoGreedy(path, options.threads, max(options.max_cache_len, 64))
+        context, shape = max(options.max_cache_len, 64), textgen_llm.shape(str(model))
+        kv = bandwidth.kv_cache_bytes(
+            layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
+            tokens=context, batch=options.max_batch, bytes_per_value=2,
+        )  # fmt: skip
+        return OpenvinoGreedy(path, options.threads, context, options.max_batch, kv)
 
     def describe(self, options: Any) -> dict[str, Any]:
         form = _gguf_export.format_name(options.model, options.precision, FILE_TYPES)
-        hint = f"PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS={options.threads}"
+        hint = f"PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS={options.threads}, "
+        hint += "no prefix caching"
         return {"engine": self.description, "format": form, "hint": hint}
 
 
 class OpenvinoGreedy:
-    """A GGUF model in LLMPipeline behind the Generator protocol: greedy, EOS ignored.
+    """A GGUF model in OpenVINO GenAI's ContinuousBatchingPipeline (what LLMPipeline runs on the
+    CPU), driven one scheduler step at a time, so the scenario's clock reads every step's tokens
+    on its own thread. Every prompt of a batch prefills in the first step (the step's token budget
+    holds them all) and the batch decodes in lockstep. Prefix caching is off: LLMPipeline's
+    default keeps the KV cache of prompts it has seen, so a repeated prompt (each repetition's)
+    would skip prefill (benchmarks/openvino_prefix_cache.py: SmolLM2's 500 tokens asked again
+    took 0.02 s to a first token here, against 0.25 s with it off)."""
 
-    LLMPipeline.generate runs a whole generation and streams its tokens to a callback; here it
-    runs on a thread of its own, its streamer handing each token to the scenario's clock through
-    a queue (generate releases the interpreter lock, so the clock reads each token as it comes:
-    TPOT as LLMPipeline's own metrics give it, 12.4 against 12.6 ms for SmolLM2's Q8_0 here). The
-    streamer holds after the first token until decode says how many more to make (or the next
-    prefill says none), so prefill returns at the first token without knowing the count.
-    """
-
-    def __init__(self, path: Path, threads: int, context: int) -> None:
+    def __init__(self, path: Path, threads: int, context: int, batch: int, kv_bytes: int) -> None:
         import openvino_genai
 
         self.path, self.context = path, context
-        self.pipe = openvino_genai.LLMPipeline(
-            str(path), "CPU", PERFORMANCE_HINT="LATENCY", INFERENCE_NUM_THREADS=int(threads)
-        )
+        self.pipe = openvino_genai.ContinuousBatchingPipeline(
+            str(path), scheduler(context, batch, kv_bytes), "CPU",
+            {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": int(threads)},
+        )  # fmt: skip
         self.weight_bytes = path.stat().st_size  # the quantized weights read per token
         self.name = "openvino-genai"
-        self._running: _Generation | None = None
+        self.max_new_tokens = context  # the next request's length, unless `expect` says
+        self._ids = itertools.count()
+
+    def expect(self, max_new_tokens: int) -> None:
+        """How many tokens the next generation asks for: a request's length is fixed when it is
+        added, before prefill (the clock calls this before it starts)."""
+        self.max_new_tokens = int(max_new_tokens)
 
     def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
-        if len(prompts) != 1:
-            raise ValueError(f"openvino_genai generates one sequence at a time, not {len(prompts)}")
-        self.finish()
-        generation = _Generation(self.pipe, list(prompts[0]), self.context - len(prompts[0]))
-        self._running = generation
-        return Prefilled(first_tokens=[generation.next_token()], state=generation)
+        import numpy as np
+        import openvino as ov
+        import openvino_genai
+
+        asked, self.max_new_tokens = self.max_new_tokens, self.context  # `expect` holds once
+        most = min(asked, self.context - max(len(p) for p in prompts))
+        config = openvino_genai.GenerationConfig(
+            max_new_tokens=max(most, 1), ignore_eos=True, do_sample=False
+        )
+        handles = [
+            self.pipe.add_request(next(self._ids), ov.Tensor(np.array([p], dtype=np.int64)), config)
+            for p in prompts
+        ]
+        return Prefilled(first_tokens=self._step(handles), state=handles)
 
     def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
-        generation: _Generation = prefilled.state
-        generation.allow(max_new_tokens)
-        out = list(prefilled.first_tokens)
-        for _ in range(max_new_tokens - 1):
-            token = generation.next_token()
-            on_token([token])
-            out.append(token)
-        self.finish()
-        return [out]
+        handles = prefilled.state
+        out = [[t] for t in prefilled.first_tokens]
+        try:
+            for _ in range(max_new_tokens - 1):
+                tokens = self._step(handles)
+                for row, token in zip(out, tokens, strict=True):
+                    row.append(token)
+                on_token(tokens)
+        finally:
+            self._drain(handles)
+        return out
 
-    def finish(self) -> None:
-        """End the generation under way (if any) and wait for its thread."""
-        if self._running is not None:
-            self._running.stop()
-            self._running = None
+    def _step(self, handles: list[Any]) -> list[int]:
+        """Run scheduler steps until every request has its next token; those tokens."""
+        got: list[int | None] = [None] * len(handles)
+        for _ in range(64):  # one step in lockstep; a few if the scheduler splits a batch
+            self.pipe.step()
+            for i, handle in enumerate(handles):
+                if got[i] is None and handle.can_read():
+                    ids = [t for out in handle.read().values() for t in out.generated_ids]
+                    got[i] = int(ids[0]) if ids else None
+            if all(token is not None for token in got):
+                return [int(t) for t in got]  # type: ignore[arg-type]
+        raise RuntimeError("openvino-genai: a request produced no token in 64 scheduler steps")
+
+    def _drain(self, handles: list[Any]) -> None:
+        """Drop requests left unfinished (a stream the server stopped) and let them end."""
+        import openvino_genai
+
+        for handle in handles:
+            if handle.get_status() == openvino_genai.GenerationStatus.RUNNING:
+                handle.cancel()
+        for _ in range(64):
+            if not self.pipe.has_non_finished_requests():
+                return
+            self.pipe.step()
 
     def parameter_count(self) -> int:
         import gguf
@@ -137,74 +181,18 @@ class OpenvinoGreedy:
         return None
 
 
-class _Generation:
-    """One LLMPipeline.generate on its own thread, its tokens arriving through a queue."""
-
-    def __init__(self, pipe: Any, prompt: list[int], most: int) -> None:
-        import numpy as np
-        import openvino as ov
-        import openvino_genai
-
-        self.tokens: queue.Queue[int | BaseException] = queue.Queue()
-        self.limit: int | None = None  # tokens to make in all, once decode says
-        self.go = threading.Event()
-        self.made = 0
-        config = openvino_genai.GenerationConfig(
-            max_new_tokens=max(most, 1), ignore_eos=True, do_sample=False
-        )
-        ids = ov.Tensor(np.array([prompt], dtype=np.int64))
-        streamer = _streamer(self)
-        self.thread = threading.Thread(
-            target=self._run, args=(pipe, ids, config, streamer), daemon=True
-        )
-        self.thread.start()
-
-    def _run(self, pipe: Any, ids: Any, config: Any, streamer: Any) -> None:
-        try:
-            pipe.generate(ids, config, streamer)
-        except BaseException as error:  # handed to the waiting scenario, not lost on a thread
-            self.tokens.put(error)
-
-    def on_tokens(self, tokens: Sequence[int]) -> bool:
-        """The streamer's callback: queue the tokens; whether to go on."""
-        for token in tokens:
-            self.made += 1
-            self.tokens.put(int(token))
-        if self.made == 1:
-            self.go.wait()  # hold at the first token until decode (or stop) decides
-        return self.limit is None or self.made < self.limit
-
-    def next_token(self) -> int:
-        got = self.tokens.get(timeout=600)
-        if isinstance(got, BaseException):
-            raise RuntimeError(f"openvino-genai generate failed: {got}") from got
-        return got
-
-    def allow(self, total: int) -> None:
-        self.limit = total
-        self.go.set()
-
-    def stop(self) -> None:
-        if self.limit is None:
-            self.limit = self.made
-        self.go.set()
-        self.thread.join(timeout=600)
-
-
-def _streamer(generation: _Generation) -> Any:
+def scheduler(context: int, batch: int, kv_bytes: int) -> Any:
+    """The scheduler of one cell: room for `batch` sequences of `context` positions, every
+    prompt of a batch in one step, no prefix caching."""
     import openvino_genai
 
-    class Streamer(openvino_genai.StreamerBase):
-        def write(self, token: Any) -> Any:
-            tokens = token if isinstance(token, list) else [token]
-            going = generation.on_tokens(tokens)
-            status = openvino_genai.StreamingStatus
-            return status.RUNNING if going else status.STOP
-
-        def end(self) -> None:
-            pass
-
-    return Streamer()
+    config = openvino_genai.SchedulerConfig()
+    config.max_num_seqs = max(batch, 1)
+    config.max_num_batched_tokens = max(context * batch, 256)
+    config.dynamic_split_fuse = False
+    config.enable_prefix_caching = False
+    config.cache_size = max(1, math.ceil(kv_bytes / 1e9) + 1)  # GB of KV cache
+    return config
 
 
 ENGINE = OpenvinoGenai()
