@@ -86,8 +86,21 @@ class OpenvinoGenai(GenerativeEngine):
     def describe(self, options: Any) -> dict[str, Any]:
         form = _gguf_export.format_name(options.model, options.precision, FILE_TYPES)
         hint = f"PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS={options.threads}, "
-        hint += "no prefix caching"
+        hint += f"no prefix caching; the CPU plugin's defaults: {cpu_defaults()}"
         return {"engine": self.description, "format": form, "hint": hint}
+
+
+def cpu_defaults() -> str:
+    """What OpenVINO's CPU plugin computes in here, and how it stores the KV cache (u8 where it
+    compresses it), as it reports them: the record says what ran."""
+    import openvino
+
+    core = openvino.Core()
+    compute = core.get_property("CPU", "INFERENCE_PRECISION_HINT")
+    key, value = (
+        core.get_property("CPU", f"{k}_CACHE_PRECISION").get_type_name() for k in ("KEY", "VALUE")
+    )
+    return f"compute {compute.get_type_name()}, KV cache {key}/{value}"
 
 
 class OpenvinoGreedy:
