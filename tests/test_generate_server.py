@@ -41,6 +41,29 @@ def lines(answer: httpx.Response) -> list[dict]:
     return [json.loads(line) for line in answer.iter_lines()]
 
 
+FOUR_AT_ONCE = dict(max_prompt_tokens=8, max_new_tokens=8, max_batch=4, max_streams=8)
+
+
+def alone_and_together(running) -> tuple[list, list, dict]:
+    """Four prompts' six tokens streamed one after another, then all four at once, and the
+    server's counts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = f"{running.url}/generate"
+    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
+
+    def tokens(prompt: list[int]) -> list[int]:
+        with httpx.stream("POST", url, json={"prompt": prompt, "max_tokens": 6}) as answer:
+            got = lines(answer)
+        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
+        return [item["token"] for item in got[:-1]]
+
+    alone = [tokens(prompt) for prompt in prompts]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(tokens, prompts))
+    return alone, together, running.stats()
+
+
 def test_a_stream_gives_the_tokens_asked_one_line_each(strict) -> None:
     url = f"{strict.url}/generate"
     with httpx.stream("POST", url, json={"prompt": [1, 2, 3], "max_tokens": 5}) as answer:
@@ -139,28 +162,13 @@ def test_a_one_sequence_engine_serves_waiting_streams_one_after_another(
 ) -> None:
     """llama.cpp holds one sequence: asked for batches of 4, the server says it batches none,
     and four streams at once each get the tokens they get alone, one batch of one at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     pytest.importorskip("llama_cpp", reason="the tests' extra installs llama-cpp-python")
     monkeypatch.setenv("DEVICEBENCH_GGUF_DIR", str(tmp_path / "gguf"))
-    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
-
-    def tokens(url: str, prompt: list[int]) -> list[int]:
-        with httpx.stream("POST", url, json={"prompt": prompt, "max_tokens": 6}) as answer:
-            got = lines(answer)
-        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
-        return [item["token"] for item in got[:-1]]
-
-    limits = dict(max_prompt_tokens=8, max_new_tokens=8, max_batch=4, max_streams=8)
-    with server("llama_cpp", precision="int4", **limits) as running:
+    with server("llama_cpp", precision="int4", **FOUR_AT_ONCE) as running:
         assert running.health["limits"]["max_batch"] == 1
         assert running.health["batching"] == "none"
         assert running.health["format"] == "GGUF Q4_0 (llama.cpp quantize)"
-        url = f"{running.url}/generate"
-        alone = [tokens(url, prompt) for prompt in prompts]
-        with ThreadPoolExecutor(4) as pool:
-            together = list(pool.map(lambda prompt: tokens(url, prompt), prompts))
-        counts = running.stats()
+        alone, together, counts = alone_and_together(running)
     assert together == alone
     assert counts["largest_batch"] == 1 and counts["ok"] == 8
 
@@ -170,28 +178,13 @@ def test_openvino_genai_serves_streams_in_batches_with_each_streams_own_tokens(
 ) -> None:
     """OpenVINO GenAI's continuous batching behind the server: it batches (up to 4 here), and
     four streams at once get the tokens each gets alone."""
-    from concurrent.futures import ThreadPoolExecutor
-
     pytest.importorskip("openvino_genai")
     pytest.importorskip("llama_cpp", reason="llama.cpp quantizes its file (the tests' extra)")
     monkeypatch.setenv("DEVICEBENCH_GGUF_DIR", str(tmp_path / "gguf"))
-    prompts = [[3, 1, 4, 1, 5], [9, 2, 6, 5, 3], [5, 8, 9, 7, 9], [3, 2, 3, 8, 4]]
-
-    def tokens(url: str, prompt: list[int]) -> list[int]:
-        with httpx.stream("POST", url, json={"prompt": prompt, "max_tokens": 6}) as answer:
-            got = lines(answer)
-        assert got[-1] == {"done": True, "tokens": 6}, got[-1]
-        return [item["token"] for item in got[:-1]]
-
-    limits = dict(max_prompt_tokens=8, max_new_tokens=8, max_batch=4, max_streams=8)
-    with server("openvino_genai", precision="int4", **limits) as running:
+    with server("openvino_genai", precision="int4", **FOUR_AT_ONCE) as running:
         assert running.health["limits"]["max_batch"] == 4
         assert running.health["batching"].startswith("static: up to 4 streams")
-        url = f"{running.url}/generate"
-        alone = [tokens(url, prompt) for prompt in prompts]
-        with ThreadPoolExecutor(4) as pool:
-            together = list(pool.map(lambda prompt: tokens(url, prompt), prompts))
-        counts = running.stats()
+        alone, together, counts = alone_and_together(running)
     assert together == alone
     assert counts["ok"] == 8 and counts["failed"] == 0
 

@@ -108,3 +108,37 @@ def test_it_says_what_it_cannot_run(engine, monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda n: absent.get(n, real(n)))
     assert "llama-cpp-python is not installed" in engine.cell_skip_reason(cell)
     assert engine.cell_skip_reason(cell | {"model": "smollm2-135m"}) is None  # Q4_1 as shipped
+
+
+def test_tokens_a_request_made_ahead_wait_their_turn() -> None:
+    """Where the scheduler splits a batch's prefill over steps, a request that started first
+    makes its second token while another waits for its first: each still comes in order, one
+    per request per call (a stand-in scheduler: the real one prefills a cell's batch at once)."""
+    from devicebench.engines.generative.openvino_genai import OpenvinoGreedy, _Requests
+
+    class Output:
+        def __init__(self, ids):
+            self.generated_ids = ids
+
+    class Handle:
+        def __init__(self, plan):
+            self.plan = plan  # step number -> tokens made in that step
+
+        def can_read(self):
+            return bool(self.plan.get(pipe.steps))
+
+        def read(self):
+            return {0: Output(self.plan.pop(pipe.steps))}
+
+    class Pipe:
+        steps = 0
+
+        def step(self):
+            self.steps += 1
+
+    pipe = Pipe()
+    generator = OpenvinoGreedy.__new__(OpenvinoGreedy)
+    generator.pipe = pipe
+    requests = _Requests([Handle({1: [10], 2: [11]}), Handle({2: [20], 3: [21]})], [[], []])
+    assert generator._step(requests) == [10, 20] and pipe.steps == 2
+    assert generator._step(requests) == [11, 21] and pipe.steps == 3

@@ -144,32 +144,32 @@ class OpenvinoGreedy:
             self.pipe.add_request(next(self._ids), ov.Tensor(np.array([p], dtype=np.int64)), config)
             for p in prompts
         ]
-        return Prefilled(first_tokens=self._step(handles), state=handles)
+        requests = _Requests(handles, [[] for _ in handles])
+        return Prefilled(first_tokens=self._step(requests), state=requests)
 
     def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
-        handles = prefilled.state
+        requests: _Requests = prefilled.state
         out = [[t] for t in prefilled.first_tokens]
         try:
             for _ in range(max_new_tokens - 1):
-                tokens = self._step(handles)
+                tokens = self._step(requests)
                 for row, token in zip(out, tokens, strict=True):
                     row.append(token)
                 on_token(tokens)
         finally:
-            self._drain(handles)
+            self._drain(requests.handles)
         return out
 
-    def _step(self, handles: list[Any]) -> list[int]:
-        """Run scheduler steps until every request has its next token; those tokens."""
-        got: list[int | None] = [None] * len(handles)
-        for _ in range(64):  # one step in lockstep; a few if the scheduler splits a batch
+    def _step(self, requests: _Requests) -> list[int]:
+        """Each request's next token: scheduler steps run until every request has one (one step
+        in lockstep; tokens a request made ahead wait in its own list)."""
+        for _ in range(64):
+            if all(requests.unread):
+                return [unread.pop(0) for unread in requests.unread]
             self.pipe.step()
-            for i, handle in enumerate(handles):
-                if got[i] is None and handle.can_read():
-                    ids = [t for out in handle.read().values() for t in out.generated_ids]
-                    got[i] = int(ids[0]) if ids else None
-            if all(token is not None for token in got):
-                return [int(t) for t in got]  # type: ignore[arg-type]
+            for handle, unread in zip(requests.handles, requests.unread, strict=True):
+                if handle.can_read():
+                    unread += [int(t) for out in handle.read().values() for t in out.generated_ids]
         raise RuntimeError("openvino-genai: a request produced no token in 64 scheduler steps")
 
     def _drain(self, handles: list[Any]) -> None:
@@ -192,6 +192,15 @@ class OpenvinoGreedy:
 
     def peak_device_memory_mb(self) -> float | None:
         return None
+
+
+@dataclass
+class _Requests:
+    """One generation's requests: their handles, and the tokens each made but the clock has not
+    read yet."""
+
+    handles: list[Any]
+    unread: list[list[int]]
 
 
 def scheduler(context: int, batch: int, kv_bytes: int) -> Any:
