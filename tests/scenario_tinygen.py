@@ -29,7 +29,7 @@ class TinyGen(Scenario):
         batch = int(settings["batch_size"])
         prompts = [list(map(int, row)) for row in dataset.x_test[:batch]]
         generator = TinyGenerator(vocab=int(dataset.x_test.max()) + 1, seed=int(settings["seed"]))
-        warmup = w.warmup(int(settings["warmup_steps"]), lambda: generator.prefill(prompts))
+        warmup = w.warmup(int(settings["warmup_steps"]), lambda: generator.prefill(prompts, 1))
         window = w.Window(settings).start()
         repetitions = range(int(settings["repetitions"]))
         new_tokens = int(settings["new_tokens"])

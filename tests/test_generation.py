@@ -29,7 +29,7 @@ class HandTimed:
     def __init__(self, fake: FakeClock, prefill_s: float, step_s: float) -> None:
         self.fake, self.prefill_s, self.step_s = fake, prefill_s, step_s
 
-    def prefill(self, prompts):
+    def prefill(self, prompts, max_new_tokens):
         self.fake.now += self.prefill_s
         return Prefilled(first_tokens=[7] * len(prompts))
 

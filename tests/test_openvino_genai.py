@@ -78,9 +78,8 @@ def test_a_generation_stopped_or_cut_short_leaves_no_request_behind(engine) -> N
             raise Stopped
 
     seen: list = []
-    generator.expect(12)
     with pytest.raises(Stopped):
-        generator.decode(generator.prefill(prompt), 12, stop_at_third)
+        generator.decode(generator.prefill(prompt, 12), 12, stop_at_third)
     assert not generator.pipe.has_non_finished_requests()
     assert time_generation(generator, prompt, 12).tokens == full.tokens
 

@@ -28,7 +28,7 @@ class TinyGenerator:
         out, hidden = self.rnn(self.embed(tokens), hidden)
         return self.head(out[:, -1]).argmax(-1), hidden
 
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+    def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled:
         if len({len(p) for p in prompts}) != 1:
             raise ValueError("tiny generator: prompts of one length only")
         first, hidden = self._step(torch.tensor([list(p) for p in prompts]), None)

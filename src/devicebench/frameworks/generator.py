@@ -31,16 +31,16 @@ class Generator(Protocol):
     """A model that generates tokens for a batch of prompts (token ids), device-synchronized.
 
     ``prefill`` runs the prompts and returns once the first new token of each is known (on the
-    host); ``decode`` produces up to ``max_new_tokens - 1`` further tokens, calling ``on_token``
-    as soon as each step's tokens are known on the host, and returns every new token per prompt
-    (the first included). Greedy decoding unless the generator's options say otherwise. A
-    generator that must know the length before prefill (a request-based engine) also has
-    ``expect(max_new_tokens)``, which the clock calls before it starts.
+    host); it is told the generation's length, which a request-based engine fixes when it takes
+    the prompts (the others need not read it). ``decode`` produces up to ``max_new_tokens - 1``
+    further tokens, calling ``on_token`` as soon as each step's tokens are known on the host,
+    and returns every new token per prompt (the first included). Greedy decoding unless the
+    generator's options say otherwise.
     """
 
     name: str
 
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled: ...
+    def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled: ...
     def decode(
         self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken
     ) -> list[list[int]]: ...
@@ -93,10 +93,8 @@ def time_generation(
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be at least 1 (got {max_new_tokens})")
     token_s: list[float] = []
-    if hasattr(generator, "expect"):  # a request-based engine fixes the length before prefill
-        generator.expect(max_new_tokens)
     start = time.perf_counter()
-    prefilled = generator.prefill(prompts)
+    prefilled = generator.prefill(prompts, max_new_tokens)
     first = time.perf_counter() - start
 
     def on_token(_tokens: Sequence[int]) -> None:

@@ -84,7 +84,8 @@ def quality_section(
     ids = ids["input_ids"][: int(how.get("quality_tokens", 2 * WINDOW))]
     reference = textgen_llm.build_model(name, "cpu", "fp32", int(settings["seed"]))
     greedy = TorchGreedy(reference, "cpu", static=False, compile=False)
-    ref_tokens = np.array(greedy.decode(greedy.prefill(prompts), tokens.shape[1], lambda _: None))
+    length = tokens.shape[1]
+    ref_tokens = np.array(greedy.decode(greedy.prefill(prompts, length), length, lambda _: None))
     ppl_fp32, predicted_fp32 = score(reference, ids)
     ppl, predicted = score(model, ids) if model is not None else (None, None)
     agree = agreement(predicted, predicted_fp32) if predicted is not None else None

@@ -133,9 +133,7 @@ class Streams:
         if self.pad:
             prompts += [prompts[0]] * (self.limits.max_batch - len(prompts))
         try:
-            if hasattr(self.generator, "expect"):  # a request-based engine: the length first
-                self.generator.expect(batch[0].max_tokens)
-            prefilled = self.generator.prefill(prompts)
+            prefilled = self.generator.prefill(prompts, batch[0].max_tokens)
             self._send(batch, prefilled.first_tokens)
 
             def on_token(tokens) -> None:

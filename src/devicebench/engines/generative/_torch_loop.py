@@ -62,7 +62,7 @@ class TorchGreedy:
                 cache.reset()
         return cache
 
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+    def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled:
         import torch
         from transformers import DynamicCache, StaticCache
 

@@ -11,6 +11,7 @@ by ``options_from``, which names any key the engine does not own.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ class GenerativeEngine(ABC):
 
     name: ClassVar[str]
     package: ClassVar[str]  # what its library is imported as (say "not installed" before work)
+    distribution: ClassVar[str] = ""  # what pip calls it, where it may be missing
+    install: ClassVar[str] = ""  # the line that installs it (empty: always installed)
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     formats: ClassVar[tuple[str, ...]] = ("fp32",)
     Options: ClassVar[type[GenerativeOptions]] = GenerativeOptions
@@ -45,6 +48,8 @@ class GenerativeEngine(ABC):
             return f"engine {self.name} runs on {', '.join(self.devices)} here, not {device}"
         if precision not in self.formats:
             return f"engine {self.name} has no {precision} path (it runs {', '.join(self.formats)})"
+        if self.install and importlib.util.find_spec(self.package) is None:
+            return f"engine {self.name}: {self.distribution} is not installed; {self.install}"
         return None
 
     def model_skip_reason(self, model: str) -> str | None:

@@ -40,20 +40,12 @@ class LlamaCppOptions(GenerativeOptions):
 
 class LlamaCpp(GenerativeEngine):
     name = "llama_cpp"
-    package = "llama_cpp"
+    package, distribution, install = "llama_cpp", "llama-cpp-python", INSTALL
     devices = ("cpu",)
     formats = tuple(FILE_TYPES)
     Options = LlamaCppOptions
     max_batch = 1
     description = "llama.cpp (llama-cpp-python 0.3.36), greedy"
-
-    def skip_reason(self, device: str, precision: str) -> str | None:
-        import importlib.util
-
-        reason = super().skip_reason(device, precision)
-        if reason is None and importlib.util.find_spec(self.package) is None:
-            reason = f"engine {self.name}: llama-cpp-python is not installed; {INSTALL}"
-        return reason
 
     def load(self, model: str | Path, options: GenerativeOptions) -> LlamaCppGreedy:
         assert isinstance(options, LlamaCppOptions)
@@ -99,7 +91,7 @@ class LlamaCppGreedy:
         self.weight_bytes = path.stat().st_size  # the quantized weights read per token
         self.name = "llama-cpp"
 
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+    def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled:
         if len(prompts) != 1:
             raise ValueError(f"llama_cpp generates one sequence at a time, not {len(prompts)}")
         # Llama.generate reuses the KV cache of a prefix it has evaluated before: a repeated

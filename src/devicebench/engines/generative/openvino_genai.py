@@ -40,32 +40,20 @@ class OpenvinoGenaiOptions(GenerativeOptions):
 
 class OpenvinoGenai(GenerativeEngine):
     name = "openvino_genai"
-    package = "openvino_genai"
+    package, distribution, install = "openvino_genai", "openvino-genai", INSTALL
     devices = ("cpu",)
     formats = tuple(FILE_TYPES)
     Options = OpenvinoGenaiOptions
     description = "OpenVINO GenAI ContinuousBatchingPipeline (2026.4.1, GGUF reader), greedy"
 
-    def skip_reason(self, device: str, precision: str) -> str | None:
-        import importlib.util
-
-        reason = super().skip_reason(device, precision)
-        if reason is None and importlib.util.find_spec(self.package) is None:
-            reason = f"engine {self.name}: openvino-genai is not installed; {INSTALL}"
-        return reason
-
     def cell_skip_reason(self, settings: Mapping[str, Any]) -> str | None:
         """Beside the device, format and batch: a written file needs llama.cpp's quantize."""
-        import importlib.util
-
         reason = super().cell_skip_reason(settings)
         model, precision = str(settings["model"]), str(settings["precision"])
-        written = not _gguf_export.shipped(model, precision)
-        if reason is None and written and importlib.util.find_spec("llama_cpp") is None:
-            reason = (
-                f"engine {self.name}: its {FILE_TYPES[precision]} file of {model} is made by "
-                f"llama.cpp's quantize, and llama-cpp-python is not installed; {llama_cpp.INSTALL}"
-            )
+        if reason is None and not _gguf_export.shipped(model, precision):
+            if missing := llama_cpp.ENGINE.skip_reason("cpu", "bf16"):
+                made = f"{FILE_TYPES[precision]} file of {model} is made by llama.cpp's quantize"
+                reason = f"engine {self.name}: its {made}, and {missing}"
         return reason
 
     def load(self, model: str | Path, options: GenerativeOptions) -> OpenvinoGreedy:
@@ -122,21 +110,16 @@ class OpenvinoGreedy:
         )  # fmt: skip
         self.weight_bytes = path.stat().st_size  # the quantized weights read per token
         self.name = "openvino-genai"
-        self.max_new_tokens = context  # the next request's length, unless `expect` says
         self._ids = itertools.count()
 
-    def expect(self, max_new_tokens: int) -> None:
-        """How many tokens the next generation asks for: a request's length is fixed when it is
-        added, before prefill (the clock calls this before it starts)."""
-        self.max_new_tokens = int(max_new_tokens)
-
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> Prefilled:
+    def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled:
+        """The requests added, each `max_new_tokens` long (fixed when a request is added), and
+        stepped until each has its first token."""
         import numpy as np
         import openvino as ov
         import openvino_genai
 
-        asked, self.max_new_tokens = self.max_new_tokens, self.context  # `expect` holds once
-        most = min(asked, self.context - max(len(p) for p in prompts))
+        most = min(max_new_tokens, self.context - max(len(p) for p in prompts))
         config = openvino_genai.GenerationConfig(
             max_new_tokens=max(most, 1), ignore_eos=True, do_sample=False
         )
