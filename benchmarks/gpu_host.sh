@@ -25,11 +25,20 @@ budget=${2:-500}
 outdir=${3:?output folder}
 pattern=${4:-.}
 mkdir -p "$outdir" /tmp/devicebench-bin results/cells results/logs/cells
-if compgen -G ".whl/*.whl" >/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+# A wheel over one call's carry comes in parts (.whl/parts, benchmarks/wheel_parts.py), one per
+# consecutive call; the parts wait in /tmp, which the lease keeps, until the wheel is whole.
+if [ -d .whl/parts ] || [ -d /tmp/devicebench-parts ]; then
+    python3 benchmarks/wheel_parts.py join .whl/parts /tmp/devicebench-parts /tmp/devicebench-joined
 fi
+shopt -s nullglob
+wheels=(.whl/*.whl /tmp/devicebench-joined/*.whl)
+shopt -u nullglob
+if [ ${#wheels[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site "${wheels[@]}"
+fi
+# what this call and earlier calls on this machine installed (a call may carry parts alone)
+[ ! -d /tmp/site ] || export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 # The rules call `python`: the host's venv python3, through a script (a symlink loses the venv).
 printf '#!/bin/sh\nexec python3 "$@"\n' >/tmp/devicebench-bin/python
 chmod +x /tmp/devicebench-bin/python

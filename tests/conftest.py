@@ -60,6 +60,7 @@ FAST_MODULES = frozenset(
         "test_verdict",
         "test_verdict_agreement",
         "test_verdict_rules",
+        "test_wheel_parts",
     }
 )
 
