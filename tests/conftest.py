@@ -18,6 +18,7 @@ FAST_MODULES = frozenset(
         "test_analysis",
         "test_answer",
         "test_architecture",
+        "test_batch_wait",
         "test_best_table",
         "test_catalog_data",
         "test_cell_safety",

@@ -29,7 +29,8 @@ from devicebench.scenarios import modes
 
 SERVING_COLUMNS = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
-    "server", "replicas", "clients", "status", "slo_role", "message", "requests", "requests_per_s",
+    "server", "replicas", "clients", "batch_wait_ms", "status", "slo_role", "message", "requests",
+    "requests_per_s",
     "samples_per_s", "images_per_s", "p50_ms",
     "p90_ms", "p99_ms", "max_ms", "errors", "error_rate", "stability_cov", "mean_batch",
     "largest_batch", "server_peak_mb", "window_s", "window_requests", "window_meets_minimum",
@@ -114,6 +115,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         "server": axes.get("server", "uvicorn"),
         "engine": axes.get("engine", IN_PROCESS),  # what scored: torch in the server, or an engine
         "replicas": int(axes.get("replicas", 1)),
+        "batch_wait_ms": serving.get("batch_wait_ms"),  # the window its server batched in
         "device_label": label,
         "status": record.get("status"),
         "slo_role": slo_role(record),  # a sweep's confirm record repeats a sweep cell
@@ -150,15 +152,18 @@ def serving_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
             continue  # the cells table (not_ok) reports it, with the reason
         if (record.get("axes") or {}).get("mode") in modes(serves=True):
             rows.append(_row(record, prices))
-    df = add_replica_scaling(pd.DataFrame(rows, columns=SERVING_COLUMNS))
+    df = pd.DataFrame(rows, columns=SERVING_COLUMNS)
+    df["batch_wait_ms"] = pd.to_numeric(df["batch_wait_ms"])  # NaN where a record has none
+    df = add_replica_scaling(df)
     keys = ["task", "model", "framework", "device_label", "precision", "batch_size", "seq_len"]
     keys += ["clients", "engine"]
-    return df.sort_values([*keys, "server", "replicas"], kind="stable").reset_index(drop=True)
+    order = [*keys, "server", "replicas", "batch_wait_ms"]
+    return df.sort_values(order, kind="stable").reset_index(drop=True)
 
 
 SCALING_KEYS = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "seq_len",
-    "server", "boot_id", "code_version",  # one machine boot, one code version
+    "server", "batch_wait_ms", "boot_id", "code_version",  # one machine boot, one code version
 ]  # fmt: skip
 
 

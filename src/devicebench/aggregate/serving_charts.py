@@ -31,6 +31,10 @@ def _ok(serving: pd.DataFrame) -> pd.DataFrame:
     series = ["framework", "engine", "precision", "batch_size", "server", "replicas"]
     df["series"] = df[series].astype(str).agg(" · ".join, axis=1)
     df["cell"] = df[[*IDENTITY, "clients"]].astype(str).agg(" · ".join, axis=1)
+    if "batch_wait_ms" in df and df["batch_wait_ms"].nunique() > 1:  # a batch_wait sweep
+        tag = " · wait " + df["batch_wait_ms"].map(lambda ms: f"{ms:g} ms" if pd.notna(ms) else "?")
+        df["series"] += tag
+        df["cell"] += tag
     if "seq_len" in df:  # text cells: their token limit tells them apart
         text = df["seq_len"].notna()
         tag = " · seq " + df.loc[text, "seq_len"].astype(int).astype(str)

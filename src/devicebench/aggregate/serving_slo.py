@@ -35,7 +35,7 @@ from devicebench.scenarios import modes
 
 IDENTITY = [
     "task", "model", "framework", "engine", "device_label", "precision", "batch_size", "server",
-    "replicas", "clients",
+    "replicas", "clients", "batch_wait_ms",
 ]  # fmt: skip
 SLO_COLUMNS = [
     *IDENTITY, "status", "slo_role", "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps",
@@ -59,6 +59,7 @@ def _identity(record: Mapping[str, Any]) -> dict[str, Any]:
         "engine": axes.get("engine", IN_PROCESS),
         "server": axes.get("server", "uvicorn"),
         "replicas": int(axes.get("replicas", 1)),
+        "batch_wait_ms": (record.get("serving") or {}).get("batch_wait_ms"),
         "device_label": device_label(axes.get("device"), axes.get("threads")),
     }
 
@@ -107,10 +108,10 @@ def slo_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
     """One row per serve record among `paths` (ok or not: a failed cell says so)."""
     rows = [_slo_row(record, prices) for record in _serve_records(paths)]
     df = pd.DataFrame(rows, columns=SLO_COLUMNS)
+    df["batch_wait_ms"] = pd.to_numeric(df["batch_wait_ms"])  # NaN where a record has none
     keys = ["task", "model", "device_label", "framework", "engine", "precision", "batch_size"]
-    return df.sort_values([*keys, "server", "replicas", "clients"], kind="stable").reset_index(
-        drop=True
-    )
+    order = [*keys, "server", "replicas", "clients", "batch_wait_ms"]
+    return df.sort_values(order, kind="stable").reset_index(drop=True)
 
 
 def slo_runs_table(paths: list[Path]) -> pd.DataFrame:
@@ -123,6 +124,8 @@ def slo_runs_table(paths: list[Path]) -> pd.DataFrame:
         base = _identity(record) | record_pairing(record) | {"cell_id": record.get("cell_id")}
         series = [str(base.get(k)) for k in ("framework", "engine", "precision", "batch_size")]
         series += [f"{base.get('server')} x{base.get('replicas')}", f"{base.get('clients')} cl"]
+        if "batch_wait" in (record.get("axes") or {}):  # a window of the batch_wait sweep
+            series += [f"wait {base['batch_wait_ms']:g} ms"]
         series += ["confirm"] if slo_role(record) == ROLES["confirm"] else []
         base |= {
             "series": " · ".join(series),

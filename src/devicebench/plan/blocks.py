@@ -14,7 +14,7 @@ from typing import Any
 
 from devicebench.plan.cellspec import CellSpec
 from devicebench.plan.config import ConfigError
-from devicebench.plan.grid import HIDDEN_DEFAULTS
+from devicebench.plan.grid import HIDDEN_DEFAULTS, selector_values
 
 
 def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
@@ -34,7 +34,7 @@ def assign_blocks(blocks: dict[str, Any], cells: Iterable[CellSpec]) -> dict[str
     }
     orphans: list[str] = []
     for cell in cells:
-        values = cell.values
+        values = selector_values(cell)
         homes = []
         for name, block in blocks.items():
             hits = [i for i, rule in enumerate(block.get("cells", [])) if matches(rule, values)]

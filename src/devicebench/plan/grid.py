@@ -14,6 +14,7 @@ from devicebench import scenarios
 from devicebench.engines import ENGINE_FORMATS, IN_PROCESS, MODEL_ENGINES, options_class
 from devicebench.frameworks.pretrained import cell_weights
 from devicebench.measure.devices import has_device
+from devicebench.plan.batch_wait import batch_wait_axes, plain_window
 from devicebench.plan.cellspec import AXES, CellSpec, make_spec
 from devicebench.plan.config import ConfigError
 from devicebench.plan.confirm import sweep_serve
@@ -103,12 +104,13 @@ def expand_grid(study: dict[str, Any]) -> list[CellSpec]:
             mode_run = _mode_run(run, mode, kinds, settings, spec.dataset, device)
             packed = copies_axes(study, task, settings, device, threads, mode)
             compiled = compiled_axes(task, settings, spec.axes, values)
-            for (scale, more), copies, compile_ in itertools.product(
-                _scale_axes(study, mode, kinds, settings), packed, compiled
+            waits = batch_wait_axes(task, settings, mode)
+            for (scale, more), copies, compile_, wait in itertools.product(
+                _scale_axes(study, mode, kinds, settings), packed, compiled, waits
             ):
                 if not runnable(values, scale | compile_, generator="generator" in dict(extra)):
                     continue
-                axes = dict(extra) | weights | scale | copies | compile_
+                axes = dict(extra) | weights | scale | copies | compile_ | wait
                 cells.append(make_cell(values, axes, mode_run | source, more))
     if not cells:
         raise ConfigError(_empty_grid_reason(study))
@@ -243,12 +245,21 @@ def _empty_grid_reason(study: dict[str, Any]) -> str:
     return "the grid has no cells: a task's models, frameworks, devices or batch sizes are empty"
 
 
+def selector_values(cell: CellSpec) -> dict[str, Any]:
+    """A cell's axes as selectors (exclude, blocks) read them, with what its id leaves out:
+    no engine is in-process; a serve cell without `batch_wait` has its task's plain window."""
+    values = HIDDEN_DEFAULTS | cell.values
+    if "batch_wait" not in values and cell.values["mode"] in scenarios.modes(serves=True):
+        values["batch_wait"] = plain_window(cell.settings.get("serve"))
+    return values
+
+
 def _apply_exclusions(cells: list[CellSpec], exclude: list[dict[str, Any]]) -> list[CellSpec]:
     matched = [0] * len(exclude)
     kept = []
     for cell in cells:
         # an axis at its hidden default (no engine: in-process) is named by that default too
-        values = HIDDEN_DEFAULTS | cell.values
+        values = selector_values(cell)
         hit = False
         for index, rule in enumerate(exclude):
             if all(values.get(key) == value for key, value in rule.items()):

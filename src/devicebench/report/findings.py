@@ -9,6 +9,7 @@ from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.engines import is_in_process
 from devicebench.report.words import configuration, money
 from devicebench.scenarios import modes
+from devicebench.workloads.base import BATCH_WAIT_MS
 
 SERIES = ["model", "framework", "precision"]
 
@@ -243,7 +244,10 @@ def study_findings(tables: dict[str, pd.DataFrame]) -> list[str]:
     return out
 
 
-SERVE_IDENTITY = ["framework", "engine", "precision", "batch_size", "server", "replicas", "seq_len"]
+SERVE_IDENTITY = [
+    "framework", "engine", "precision", "batch_size", "server", "replicas", "batch_wait_ms",
+    "seq_len",
+]  # fmt: skip
 
 
 def _serve_cell(row: pd.Series) -> str:
@@ -256,6 +260,9 @@ def _serve_cell(row: pd.Series) -> str:
     parts += [f"{row['server']} server" if pd.notna(row.get("server")) else ""]
     if pd.notna(row.get("replicas")):
         parts.append(f"{format_value(row['replicas'])} replica(s)")
+    wait = row.get("batch_wait_ms")
+    if pd.notna(wait) and float(wait) != BATCH_WAIT_MS:  # a window other than the default
+        parts.append(f"{float(wait):g} ms batch window")
     if pd.notna(row.get("seq_len")):
         parts.append(f"seq {format_value(row['seq_len'])}")
     return ", ".join(p for p in parts if p and p != "nan")

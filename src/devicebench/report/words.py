@@ -142,6 +142,8 @@ def configuration(cell: Mapping[str, Any]) -> str:
         parts.append("Ray Serve")
     if integer(cell.get("replicas")) and integer(cell.get("replicas")) > 1:
         parts.append(plural(integer(cell.get("replicas")), "replica"))
+    if not missing(cell.get("batch_wait")):  # a window of the batch_wait sweep
+        parts.append(f"{float(cell['batch_wait']):g} ms batch window")
     if integer(cell.get("clients")):
         parts.append(plural(integer(cell.get("clients")), "client"))
     return ", ".join(parts)

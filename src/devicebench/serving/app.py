@@ -323,6 +323,7 @@ def serve(args: argparse.Namespace) -> int:
     info = {"task": args.task, "model": args.model, "framework": args.framework}
     info |= {"parameters": scorer.parameters, "decode_workers": args.decode_workers}
     info |= {"replicas": args.replicas, "replica": args.replica_slot, "pid": os.getpid()}
+    info |= {"batch_wait_ms": args.batch_wait_ms}
     info |= {"load_s": load_s, "port": port, "port_note": note, "gc_frozen_objects": frozen}
     info |= scorer.info
     info |= torch_cuda_build()  # for the record's environment: the worker loads no torch

@@ -22,6 +22,7 @@ from devicebench.serving import inprocess, loadgen, slo, steady
 from devicebench.serving.clients import client_processes, run_pool
 from devicebench.serving.decode import DEFAULT_MAX_PIXELS
 from devicebench.workloads import get
+from devicebench.workloads.base import BATCH_WAIT_MS
 
 if TYPE_CHECKING:
     from devicebench.run.launchers.base import ScoringServerLauncher
@@ -35,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "ramp_s": 1.0,
     "capacity_s": 5.0,
     "warmup_requests": 20,
-    "batch_wait_ms": 5.0,
+    "batch_wait_ms": BATCH_WAIT_MS,
     "batch_buckets": "auto",
     "max_body_bytes": 1 << 20,
     "max_pixels": DEFAULT_MAX_PIXELS,
@@ -70,6 +71,8 @@ def serve_settings(settings: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
         raise ValueError(f"unknown serve setting(s) {unknown}; known: {', '.join(DEFAULTS)}")
+    if settings.get("batch_wait") is not None:  # the cell's own window (plan.batch_wait)
+        given = given | {"batch_wait_ms": float(settings["batch_wait"])}
     return DEFAULTS | given
 
 
@@ -127,7 +130,8 @@ def run_serve(
             "model_load_s": server.health.get("load_s"),
             **_inputs(settings, serve, server.health),
             "max_batch": int(settings["batch_size"]),
-            "batch_wait_ms": float(serve["batch_wait_ms"]),
+            # the window the server says it batches in (the cell's, where it does not say)
+            "batch_wait_ms": float(server.health.get("batch_wait_ms", serve["batch_wait_ms"])),
             "batch_buckets": server.health.get("batch_buckets"),
             "decode_workers": server.health.get("decode_workers"),
             "gc_frozen_objects": server.health.get("gc_frozen_objects"),  # gc_pause.py

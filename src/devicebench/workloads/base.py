@@ -54,6 +54,11 @@ SERVE_AXES: dict[str, tuple[str | int | float, ...]] = {
 }
 
 
+# The longest a serve cell's server waits for a dynamic batch to fill, unless its task's
+# `serve.batch_wait_ms` says otherwise; `batch_waits` sweeps other windows (plan.batch_wait).
+BATCH_WAIT_MS = 5.0
+
+
 def axis_key(axis: str) -> str:
     """The config key listing an axis's values: `lstm_kernels`, `servers`, `clients`."""
     return axis if axis.endswith("s") else f"{axis}s"
