@@ -42,7 +42,8 @@ def main() -> int:
         window: ServerProcess(
             framework="torch", model=args.model, task="serve_image", device="cpu",
             precision=args.precision, threads=args.threads, image_size=args.image_size,
-            max_batch=args.max_batch, batch_wait_ms=window, log_path=logs / f"server-{window:g}.log",
+            max_batch=args.max_batch, batch_wait_ms=window,
+            log_path=logs / f"server-{window:g}.log",
         )
         for window in args.windows
     }  # fmt: skip
@@ -50,7 +51,8 @@ def main() -> int:
     try:
         for server in servers.values():
             server.start()
-            print(f"[batch_window] server up: {server.url} ({server.health.get('batch_wait_ms')} ms)")
+            said = server.health.get("batch_wait_ms")
+            print(f"[batch_window] server up: {server.url}, batch window {said} ms")
         for rate in args.rates:
             for round_ in range(args.rounds):
                 for window, server in servers.items():
