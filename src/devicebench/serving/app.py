@@ -47,6 +47,7 @@ from devicebench.serving.uvicorn_app import (
     publish_port,
     uvicorn_config,
 )
+from devicebench.workloads.base import BATCH_WAIT_MS
 
 UTF8 = ("utf-8", "utf8", "us-ascii")  # charsets a text body may declare
 
@@ -227,7 +228,7 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=int, default=128, help="serve_text: tokens at most")
     parser.add_argument("--tokenizer", type=Path, help="serve_text: the WordPiece file")
     parser.add_argument("--max-batch", type=int, default=8)
-    parser.add_argument("--batch-wait-ms", type=float, default=5.0)
+    parser.add_argument("--batch-wait-ms", type=float, default=BATCH_WAIT_MS)
     parser.add_argument(
         "--batch-buckets", default="auto", help="sizes batches are padded to: auto, none, 1,4,16"
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from devicebench.engines import IN_PROCESS, is_in_process
 from devicebench.run.processes import REPO, die_with_parent
+from devicebench.workloads.base import BATCH_WAIT_MS
 
 
 def task_arguments(
@@ -53,7 +54,7 @@ class ServerProcess:
         seq_len: int = 128,
         tokenizer: Path | str | None = None,
         max_batch: int = 8,
-        batch_wait_ms: float = 5.0,
+        batch_wait_ms: float = BATCH_WAIT_MS,
         batch_buckets: str = "auto",
         max_body_bytes: int = 1 << 20,
         max_pixels: int | None = None,
