@@ -69,8 +69,10 @@ def main() -> int:
         print(f"[decode_loop] round {round_}: LLMPipeline {own[-1] * 1e3:.2f} ms, "
               f"engine {stepped[-1] * 1e3:.2f} ms a token")  # fmt: skip
     a, b = statistics.median(own), statistics.median(stepped)
-    print(f"\nSmolLM2-135M Q4_1, batch 1, {args.prompt_tokens}-token prompt, "
-          f"{args.new_tokens} new tokens, {args.threads} threads; median of {args.rounds}\n")  # fmt: skip
+    print(
+        f"\nSmolLM2-135M Q4_1, batch 1, {args.prompt_tokens}-token prompt, {args.new_tokens} "
+        f"new tokens, {args.threads} threads; median of {args.rounds}\n"
+    )
     print("| loop | TPOT ms | tokens/s |")
     print("|---|---:|---:|")
     print(f"| LLMPipeline.generate (its own loop) | {a * 1e3:.2f} | {1 / a:.1f} |")
