@@ -70,11 +70,8 @@ def join(parts: Path, store: Path, wheels: Path) -> tuple[list[Path], list[str]]
         if missing:
             waiting.append(f"{name}: has {len(have)} of {totals[name]} parts, waits for {missing}")
             continue
-        digests, body = set(), b""
-        for k in range(1, totals[name] + 1):
-            digest, chunk = _read(have[k])
-            digests.add(digest)
-            body += chunk
+        read = [_read(have[k]) for k in range(1, totals[name] + 1)]
+        digests, body = {digest for digest, _ in read}, b"".join(chunk for _, chunk in read)
         if len(digests) != 1:
             raise SystemExit(f"{name}: its parts name different wheels (SHA-256 {sorted(digests)})")
         if hashlib.sha256(body).hexdigest() != digests.pop():

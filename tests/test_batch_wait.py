@@ -8,7 +8,7 @@ import json
 
 import pytest
 from conftest import REPO
-from test_serving_verdict import serve_record
+from test_serving_verdict import _slo, serve_record
 
 from devicebench.aggregate.serving import serving_table
 from devicebench.aggregate.serving_slo import slo_runs_table, slo_table
@@ -69,8 +69,8 @@ def test_a_bad_sweep_is_a_config_error_before_any_cell(settings, tasks, says):
         _cells(settings, **tasks)
 
 
-def _record(tmp_path, name: str, wait: float, *, named: bool, rps: float):
-    path = serve_record(tmp_path, name, device="cpu", pool_rps=rps, slo=None)
+def _record(tmp_path, name: str, wait: float, *, named: bool, rps: float, slo=None):
+    path = serve_record(tmp_path, name, device="cpu", pool_rps=rps, slo=slo)
     body = json.loads(path.read_text())
     if named:
         body["axes"]["batch_wait"] = wait
@@ -94,13 +94,7 @@ def test_the_tables_tell_the_windows_apart(tmp_path):
 
 
 def test_a_searched_window_names_itself_in_the_run_series(tmp_path):
-    from test_serving_verdict import _slo
-
-    path = serve_record(tmp_path, "no_wait", device="cpu", pool_rps=80.0, slo=_slo("ok", 50.0))
-    body = json.loads(path.read_text())
-    body["axes"]["batch_wait"] = 0
-    body["serving"]["batch_wait_ms"] = 0.0
-    path.write_text(json.dumps(body))
+    path = _record(tmp_path, "no_wait", 0.0, named=True, rps=80.0, slo=_slo("ok", 50.0))
     runs = slo_runs_table([path])
     assert not runs.empty and runs["series"].str.endswith("wait 0 ms").all()
 

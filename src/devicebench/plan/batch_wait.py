@@ -26,10 +26,10 @@ def batch_wait_axes(task: str, settings: dict[str, Any], mode: str) -> list[dict
         return [{}]
     if not set(specs()[task].modes) & set(modes(serves=True)):
         raise ConfigError(f"tasks.{task}.batch_waits: {task} serves no requests (no batch window)")
-    if mode not in modes(serves=True):
-        return [{}]
     if len({float(w) for w in waits}) != len(waits):
         raise ConfigError(f"tasks.{task}.batch_waits: {waits} lists a window twice")
+    if mode not in modes(serves=True):
+        return [{}]
     plain = plain_window(settings.get("serve"))
     return [{} if float(w) == plain else {"batch_wait": _named(float(w))} for w in waits]
 

@@ -14,13 +14,7 @@ from typing import Any
 
 from devicebench.plan.cellspec import CellSpec
 from devicebench.plan.config import ConfigError
-from devicebench.plan.grid import HIDDEN_DEFAULTS, selector_values
-
-
-def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
-    """Whether a selector (axis -> value, as in `exclude`) picks a cell's axes; `engine:
-    inprocess` picks the cells whose id names no engine."""
-    return all(values.get(key, HIDDEN_DEFAULTS.get(key)) == value for key, value in rule.items())
+from devicebench.plan.grid import matches, selector_values
 
 
 def assign_blocks(blocks: dict[str, Any], cells: Iterable[CellSpec]) -> dict[str, list[CellSpec]]:

@@ -254,15 +254,20 @@ def selector_values(cell: CellSpec) -> dict[str, Any]:
     return values
 
 
+def matches(rule: dict[str, Any], values: dict[str, Any]) -> bool:
+    """Whether a selector (axis -> value: `exclude`, blocks) picks a cell whose
+    `selector_values` are `values`."""
+    return all(values.get(key) == value for key, value in rule.items())
+
+
 def _apply_exclusions(cells: list[CellSpec], exclude: list[dict[str, Any]]) -> list[CellSpec]:
     matched = [0] * len(exclude)
     kept = []
     for cell in cells:
-        # an axis at its hidden default (no engine: in-process) is named by that default too
-        values = selector_values(cell)
+        values = selector_values(cell)  # an axis its id leaves out is named by its default
         hit = False
         for index, rule in enumerate(exclude):
-            if all(values.get(key) == value for key, value in rule.items()):
+            if matches(rule, values):
                 matched[index] += 1
                 hit = True
         if not hit:
