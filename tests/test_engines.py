@@ -287,3 +287,30 @@ def test_a_transformer_int8_cell_trains_in_fp32_and_quantizes_after(data, tmp_pa
     section = record["engine"]
     assert section["trained_in"] == "fp32" and section["quantization"] == "dynamic"
     assert 0.0 <= record["quality"]["agreement_fp32"] <= 1.0
+
+
+EXIT_SCRIPT = """
+import os, sys
+from devicebench.engines.export import cache_dir
+path = cache_dir()
+(path / "model.onnx").write_bytes(b"onnx")
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # a forked child runs the hooks it inherited
+os.waitpid(pid, 0)
+print(path, (path / "model.onnx").exists())
+"""
+
+
+def test_a_process_removes_its_engine_cache_at_exit_and_its_forked_child_does_not(monkeypatch):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    monkeypatch.delenv("DEVICEBENCH_ENGINE_CACHE", raising=False)
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, check=True
+    )
+    path, kept_after_child = done.stdout.split()
+    assert kept_after_child == "True", done.stdout
+    assert not Path(path).exists(), f"{path} outlived its process"

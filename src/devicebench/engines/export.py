@@ -2,14 +2,17 @@
 
 The TorchScript exporter first (fast, and it handles the LSTMs), torch.export's (dynamo) when
 that fails. The batch dimension stays dynamic. Files live under DEVICEBENCH_ENGINE_CACHE, else a
-folder of this process; the key is a digest of the weights and the inputs' shapes, so a second
-cell (or benchmark row) with the same model reuses the file.
+folder of this process, removed when it exits (exported models are large); the key is a digest
+of the weights and the inputs' shapes, so a second cell (or benchmark row) with the same model
+reuses the file.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +36,14 @@ def cache_dir() -> Path:
         return path
     if _PROCESS_CACHE is None:
         _PROCESS_CACHE = Path(tempfile.mkdtemp(prefix="devicebench-engines-"))
+        atexit.register(_remove_process_cache, _PROCESS_CACHE, os.getpid())
     return _PROCESS_CACHE
+
+
+def _remove_process_cache(path: Path, owner: int) -> None:
+    """Remove this process's folder at exit (not from a forked child that inherited the hook)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def model_key(model: torch.nn.Module, example: Batch) -> str:
