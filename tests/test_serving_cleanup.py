@@ -37,3 +37,19 @@ def test_a_killed_replica_supervisor_leaves_nothing_outside_the_cells_folder(tmp
     finally:
         server.stop()
     assert replicas_folder.parent == tmp_path  # what the kill left is in the cell's folder
+
+
+def test_an_engine_servers_exported_model_lives_beside_its_log_and_goes_when_stopped(
+    tmp_path, monkeypatch
+):
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.delenv("DEVICEBENCH_ENGINE_CACHE", raising=False)
+    in_tmp = set(Path(tempfile.gettempdir()).glob("devicebench-engines-*"))
+    server = ServerProcess(**SERVER, engine="onnxruntime", log_path=tmp_path / "server.log")
+    with server:
+        assert server.engine_cache.parent == tmp_path
+        assert list(server.engine_cache.glob("*.onnx")), "the server exported no model there"
+    assert not server.engine_cache.exists()
+    assert set(Path(tempfile.gettempdir()).glob("devicebench-engines-*")) == in_tmp

@@ -108,6 +108,7 @@ class ServerProcess:
             where = ("--host", host, "--port", str(port), "--port-file", str(self.port_file))
             self.command = [sys.executable, "-m", module, *arguments, *where]
         self.process: subprocess.Popen | None = None
+        self.engine_cache: Path | None = None
         self.url = ""
         self.health: dict[str, Any] = {}
 
@@ -128,6 +129,10 @@ class ServerProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         env["DEVICEBENCH_SERVER_LOG"] = str(self.log_path)  # marks the server's process tree
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if not env.get("DEVICEBENCH_ENGINE_CACHE"):  # exported models beside the log, not in /tmp
+            folder = tempfile.mkdtemp(prefix="engines-", dir=self.log_path.parent)
+            self.engine_cache = Path(folder)
+            env["DEVICEBENCH_ENGINE_CACHE"] = folder
         self.port_file.unlink(missing_ok=True)  # an earlier server's
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW  # not through a link
         with os.fdopen(os.open(self.log_path, flags, 0o644), "ab") as log:
@@ -180,7 +185,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         """SIGTERM (uvicorn shuts down gracefully), SIGKILL after 10 s; reap the process; remove
-        the temporary folder."""
+        the exported models and the temporary folder."""
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -188,6 +193,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.engine_cache is not None:
+            shutil.rmtree(self.engine_cache, ignore_errors=True)
         self.remove_folder()
 
     def remove_folder(self) -> None:
