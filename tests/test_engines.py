@@ -4,6 +4,10 @@ export stays outside the timed window; skips and config errors name their reason
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from devicebench import engines
@@ -303,10 +307,6 @@ print(path, (path / "model.onnx").exists())
 
 
 def test_a_process_removes_its_engine_cache_at_exit_and_its_forked_child_does_not(monkeypatch):
-    import subprocess
-    import sys
-    from pathlib import Path
-
     monkeypatch.delenv("DEVICEBENCH_ENGINE_CACHE", raising=False)
     done = subprocess.run(
         [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, check=True

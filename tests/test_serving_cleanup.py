@@ -1,11 +1,13 @@
 """No temporary folder outlives a server: by hand its files go to a temporary folder that stop()
-removes; in a cell they live in the cell's own log folder, even when the replica supervisor is
-killed with SIGKILL (nothing is left in /tmp)."""
+removes (its exported models too); in a cell they live in the cell's own log folder, even when
+the replica supervisor is killed with SIGKILL (nothing is left in /tmp)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import tempfile
+from pathlib import Path
 
 from serving_helpers import gone_within, tree_of
 
@@ -42,9 +44,6 @@ def test_a_killed_replica_supervisor_leaves_nothing_outside_the_cells_folder(tmp
 def test_an_engine_servers_exported_model_lives_beside_its_log_and_goes_when_stopped(
     tmp_path, monkeypatch
 ):
-    import tempfile
-    from pathlib import Path
-
     monkeypatch.delenv("DEVICEBENCH_ENGINE_CACHE", raising=False)
     in_tmp = set(Path(tempfile.gettempdir()).glob("devicebench-engines-*"))
     server = ServerProcess(**SERVER, engine="onnxruntime", log_path=tmp_path / "server.log")
