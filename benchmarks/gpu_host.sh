@@ -39,6 +39,10 @@ if [ ${#wheels[@]} -gt 0 ]; then
 fi
 # what this call and earlier calls on this machine installed (a call may carry parts alone)
 [ ! -d /tmp/site ] || export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+# a requirement the carry left out stops the call here, not a cell mid-call (--no-deps above);
+# snakemake imports pulp only for its ILP scheduler, and falls back without it
+[ ! -d /tmp/site ] || python3 benchmarks/wheel_requirements.py /tmp/site \
+    --missing-ok ${DEVICEBENCH_MISSING_OK:-pulp}
 # The rules call `python`: the host's venv python3, through a script (a symlink loses the venv).
 printf '#!/bin/sh\nexec python3 "$@"\n' >/tmp/devicebench-bin/python
 chmod +x /tmp/devicebench-bin/python

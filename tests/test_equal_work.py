@@ -20,7 +20,7 @@ from devicebench.workloads import spec, work_axes
 
 PRICES = load_prices(REPO / "config" / "prices.yaml")
 H200 = REPO / "results" / "published" / "h200" / "cells"
-BOTH_SHAPES = "ea6cc6ad"  # the machine that ran the 1B's 1024/128 and 2048/1 blocks
+ONE_MACHINE = "fd54ec94"  # the machine that ran every 1B cell: 128/128, 1024/128 and 2048/1
 
 
 def _axes(cell_id: str) -> dict[str, str]:
@@ -39,12 +39,16 @@ def test_the_workloads_name_the_axes_that_change_a_samples_work():
         assert set(spec(name).work_axes) <= set(spec(name).axes)  # each is one of its axes
 
 
-def test_two_llm_shapes_on_one_machine_make_two_verdicts_each_of_one_shape():
-    paths = _records_of(BOTH_SHAPES)
-    assert len(paths) == 6  # the 1B's 1024/128 and 2048/1 blocks, CPU and GPU
+def test_three_llm_works_on_one_machine_make_three_verdicts_each_of_one_work():
+    paths = _records_of(ONE_MACHINE)
+    assert len(paths) == 25  # the 1B's 128/128, 1024/128 and 2048/1 blocks, CPU and GPU
     cells = analysis.add_analysis(collect_records(paths), PRICES, "cpu")
     best = best_table(cells, PRICES)
-    assert set(best["work"]) == {"prompt_len 1024, output_len 128", "prompt_len 2048, output_len 1"}
+    assert set(best["work"]) == {
+        "prompt_len 128, output_len 128",
+        "prompt_len 1024, output_len 128",
+        "prompt_len 2048, output_len 1",
+    }
     for row in best.itertuples():
         assert pd.notna(row.cost_ratio), row.note
         for cell in (row.cpu_cell, row.gpu_cell, row.speedup_cpu_cell, row.speedup_gpu_cell):
@@ -54,7 +58,7 @@ def test_two_llm_shapes_on_one_machine_make_two_verdicts_each_of_one_shape():
 
 
 def test_a_prefill_only_pair_is_judged_on_its_first_token_and_prompt_tokens():
-    table = generation_table(_records_of(BOTH_SHAPES), PRICES)
+    table = generation_table(_records_of(ONE_MACHINE), PRICES)
     best = generation_best(table)
     prefill = best[best["output_len"].eq(1)]
     assert set(prefill["criterion"]) == set(PREFILL_CRITERIA)
@@ -82,11 +86,12 @@ def test_every_published_verdict_pairs_cells_of_one_work(study: str):
 def test_the_write_up_names_each_verdict_by_its_work_and_shows_a_work_column():
     from devicebench.report.verdict import display_table, verdict_rows
 
-    cells = analysis.add_analysis(collect_records(_records_of(BOTH_SHAPES)), PRICES, "cpu")
+    cells = analysis.add_analysis(collect_records(_records_of(ONE_MACHINE)), PRICES, "cpu")
     best = best_table(cells, PRICES)
     labels = verdict_rows(best)["label"].tolist()
     assert sorted(labels) == [
         "textgen_llm generate (prompt_len 1024, output_len 128)",
+        "textgen_llm generate (prompt_len 128, output_len 128)",
         "textgen_llm generate (prompt_len 2048, output_len 1)",
     ]
     shown = display_table(best)

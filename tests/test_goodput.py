@@ -122,6 +122,20 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     row = table._row(_record(none), prices)
     assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
     assert row["goodput_cost_per_million_tokens_usd"] is None
+    # a server that died: its log's tail stays in the record, the table says its first and last line
+    died = failed_section(
+        "server_failed",
+        "server exited 1; its log ends:\nTraceback\n  File x\n"
+        "ModuleNotFoundError: No module named 'opentelemetry'",
+        s,
+    )
+    row = table._row(_record(died), prices)
+    assert row["serving_message"] == (
+        "server exited 1; its log ends: ... ModuleNotFoundError: No module named 'opentelemetry'"
+    )
+    assert (
+        table.one_line("one stream failed") == "one stream failed" and table.one_line(None) is None
+    )
     # a cell that did not serve: no goodput column filled
     row = table._row(_record(None), prices)
     assert not any(key in row for key in table.GOODPUT)

@@ -1,5 +1,6 @@
-"""A wheel over one call's carry travels in parts over consecutive calls: gpu_host.sh joins the
-parts it has gathered and installs the wheel once it is whole, checked against its SHA-256."""
+"""Wheels carried to a GPU host. One over a call's carry travels in parts over consecutive calls:
+gpu_host.sh joins the parts it has gathered and installs the wheel once it is whole, checked
+against its SHA-256. Installed with --no-deps, their requirements are checked before any cell."""
 
 from __future__ import annotations
 
@@ -15,16 +16,21 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import wheel_parts  # noqa: E402
+import wheel_requirements  # noqa: E402
 
 
-def _wheel(folder: Path, payload_bytes: int) -> Path:
-    """A real, installable wheel of one module holding `payload_bytes` of incompressible data."""
-    name, version = "carried_pkg", "1.0"
+def _wheel(
+    folder: Path, payload_bytes: int, name: str = "carried_pkg", requires: tuple[str, ...] = ()
+) -> Path:
+    """A real, installable wheel of one module holding `payload_bytes` of incompressible data,
+    whose metadata names `requires`."""
+    version = "1.0"
+    needs = "".join(f"Requires-Dist: {line}\n" for line in requires)
     files = {
         f"{name}/__init__.py": b"ANSWER = 42\n",
         f"{name}/blob.bin": hashlib.shake_256(b"seed").digest(payload_bytes),
         f"{name}-{version}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}".encode()
         ),
         f"{name}-{version}.dist-info/WHEEL": (
             b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
@@ -104,3 +110,36 @@ def test_a_file_that_is_not_a_part_is_named(tmp_path):
     (carried / "x.whl.part-1-of-1").write_bytes(b"PK\x03\x04 not a part")
     with pytest.raises(SystemExit, match="not a wheel part"):
         wheel_parts.join(carried, tmp_path / "store", tmp_path / "joined")
+
+
+def test_a_carried_wheels_missing_requirement_stops_the_call_before_any_cell(tmp_path):
+    """As fastapi's opentelemetry-api on 2026-11-29 (here a name no environment has)."""
+    needs = (
+        "packaging>=20",  # the host has it: fine
+        "not-carried-anywhere==1.0",  # neither carried nor on the host
+        "sphinx; extra == 'docs'",  # an extra: not asked for
+        "pywin32; sys_platform == 'win32'",  # another platform's
+        "Snake_Case.Dep",  # carried, under another spelling of its name
+    )
+    wheels = [
+        _wheel(tmp_path, 10, "served_pkg", needs),
+        _wheel(tmp_path, 10, "snake_case_dep"),
+    ]
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+         "--target", str(site), *map(str, wheels)],
+        check=True,
+    )  # fmt: skip
+    assert wheel_requirements.missing(site) == [("served_pkg", "not-carried-anywhere")]
+    script = REPO / "benchmarks" / "wheel_requirements.py"
+    stopped = subprocess.run(
+        [sys.executable, str(script), str(site), "--missing-ok", "pulp"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert stopped.returncode == 2
+    assert "served_pkg requires not-carried-anywhere, which neither the carry nor the host has" in (
+        stopped.stdout
+    )
+    allowed = [sys.executable, str(script), str(site), "--missing-ok", "Not_Carried.Anywhere"]
+    assert subprocess.run(allowed, capture_output=True).returncode == 0

@@ -112,6 +112,15 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
     return row | _goodput(gen.get("serving"), price)
 
 
+def one_line(message: str | None) -> str | None:
+    """A table cell's message: a server's failure carries its log's last lines (kept whole in the
+    record), of which the first line and the last, the error, say what happened."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    if len(lines) <= 2:
+        return " ".join(lines) if lines else message
+    return f"{lines[0]} ... {lines[-1]}"
+
+
 def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
     """The goodput columns of a cell that served its model (none: the cell did not)."""
     if not serving:
@@ -119,7 +128,7 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
     rate = serving.get("output_tokens_per_s") if serving.get("goodput_qps") else None
     return {
         "serving_status": serving.get("status"),
-        "serving_message": serving.get("message"),
+        "serving_message": one_line(serving.get("message")),
         "goodput_qps": serving.get("goodput_qps"),
         "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
         "goodput_tpot_p99_s": serving.get("tpot_p99_s"),
