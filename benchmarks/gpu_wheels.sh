@@ -20,21 +20,21 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pin() { grep -o "\"$1==[^\"]*\"" pyproject.toml | tr -d '"' | head -1; }
+# wheels for the host's CPython 3.12 on x86-64 Linux (pip matches each tag exactly)
+for3_12=(--only-binary=:all: --python-version 3.12 --implementation cp)
+for tag in manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014 manylinux1; do
+    for3_12+=(--platform "${tag}_x86_64")
+done
+for3_12+=(--platform any)
 download() {
     echo "[wheels] downloading $*" >&2
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
-        --implementation cp -d "$work/dl" --platform manylinux_2_28_x86_64 \
-        --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any "$@"
+    python3 -m pip download -q --no-deps "${for3_12[@]}" -d "$work/dl" "$@"
 }
 # snakemake's closure for 3.12, less what the host has; connection_pool is a source archive
 python3 -m pip download -q --no-deps -d "$work/sdist" connection_pool==0.0.3
 python3 -m pip wheel -q --no-deps -w "$work/dl" "$work"/sdist/*
 echo "[wheels] snakemake's closure" >&2
-python3 -m pip download -q -d "$work/dl" -f "$work/dl" --only-binary=:all: --python-version 3.12 \
-    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any \
-    "$(pin snakemake)"
+python3 -m pip download -q "${for3_12[@]}" -d "$work/dl" -f "$work/dl" "$(pin snakemake)"
 host_has="numpy pulp attrs certifi charset_normalizer idna jinja2 markupsafe packaging psutil
 pyyaml requests tabulate tqdm typing_extensions urllib3 wrapt"
 # the serving wheels: fastapi imports opentelemetry-api (its absence killed two served cells)

@@ -24,12 +24,10 @@ from packaging.utils import canonicalize_name
 
 def missing(site: Path) -> list[tuple[str, str]]:
     """(distribution in `site`, requirement it names that no distribution on the path gives)."""
-    have = {canonicalize_name(d.metadata["Name"]) for d in metadata.distributions()}
-    have |= {
-        canonicalize_name(d.metadata["Name"]) for d in metadata.distributions(path=[str(site)])
-    }
+    carried = list(metadata.distributions(path=[str(site)]))
+    have = {canonicalize_name(d.metadata["Name"]) for d in [*metadata.distributions(), *carried]}
     gaps = []
-    for dist in metadata.distributions(path=[str(site)]):
+    for dist in carried:
         for line in dist.requires or []:
             try:
                 requirement = Requirement(line)
