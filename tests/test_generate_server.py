@@ -15,7 +15,7 @@ from conftest import REPO
 
 from devicebench.aggregate.generation import generation_table
 from devicebench.data import prepare_dataset
-from devicebench.serving import token_loadgen
+from devicebench.serving import slo, token_loadgen
 from devicebench.serving.process import ServerProcess
 
 MODULE = "devicebench.serving.generate_app"
@@ -206,8 +206,12 @@ def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> Non
     assert run["output_tokens_per_s"] > 0
     detail = (tmp_path / "lg" / "mlperf_log_detail.txt").read_text()
     assert '"requested_use_token_latencies", "value": true' in detail
-    # 16 queries cannot show a p99 under its bound: LoadGen says INVALID, early stopping unmet
+    # 16 queries cannot show a p99 under its bound: LoadGen says INVALID, early stopping unmet,
+    # though its latency check of the 16 passed: the search, asked for fewer queries than the
+    # estimate needs (min_queries), judges such a run on that check
     assert run["valid"] is False and run["early_stopping_met"] is False
+    assert run["latency_met"] is True and slo.run_valid(run)
+    assert not slo.run_valid(run | {"latency_met": False})
 
 
 def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> None:

@@ -45,10 +45,13 @@ def model_server(capacity: float, calls: list):
         ttft, tpot = 50.0 * load / max(1e-3, 1 - load) if load < 1 else 10_000.0, 10 * load
         if load >= 1:
             tpot = 400.0
-        valid = ttft <= 2000 and tpot <= 100
+        met = ttft <= 2000 and tpot <= 100
+        enough = queries >= 459  # LoadGen's early-stopping estimate: INVALID on fewer queries
+        valid = met and enough
         return {
             "valid": valid, "validity": "VALID" if valid else "INVALID", "queries": queries,
-            "scheduled_qps": qps * 0.99, "early_stopping_met": True, "http_errors": 0,
+            "scheduled_qps": qps * 0.99, "completed_qps": min(qps, capacity) * 0.99,
+            "latency_met": met, "early_stopping_met": enough, "http_errors": 0,
             "latency_ms": {"p99": ttft + tpot * (TOKENS - 1)},
             "ttft_ms": {"p50": ttft / 2, "p99": ttft}, "tpot_ms": {"p50": tpot / 2, "p99": tpot},
             "output_tokens_per_s": qps * 0.99 * TOKENS,
@@ -77,6 +80,40 @@ def test_search_finds_the_highest_rate_meeting_both_token_bounds() -> None:
     assert any(not p["valid"] for p in section["probes"])  # it bracketed
     assert all("ttft_p99_ms" in p and "tpot_p99_ms" in p for p in section["probes"])
     assert section["ttft_bound_s"] == 2.0 and section["tpot_bound_s"] == 0.1
+
+
+def test_runs_under_the_early_stopping_count_are_judged_on_their_own_p99() -> None:
+    # a server of 2 requests/s: 459 queries would take minutes a run, so the study asks 32
+    calls: list[float] = []
+    s = _settings(min_queries=32, probe_s=10.0, confirm_s=10.0)
+    found = TokenSearch(s, model_server(2.0, calls), clock=lambda: 0.0).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "ok", section["message"]
+    assert 1.5 <= section["goodput_qps"] <= 2.0 * 40 / 41
+    assert all(32 <= q < 459 for q in section["queries"])
+    assert section["early_stopping_met"] is False
+    runs = section["probes"] + section["confirms"]
+    assert {run["judged_on"] for run in runs} == {"p99 of its queries"}
+    assert any(not run["valid"] for run in runs)  # the latency check still fails a run
+    assert "under the 459 that LoadGen's early-stopping estimate needs" in section["message"]
+    with pytest.raises(ValueError, match="min_queries must be a whole number >= 1, not 0"):
+        GoodputSettings.from_config({"min_queries": 0})
+    # by default every run has the estimate's queries, and LoadGen's verdict judges it
+    found = TokenSearch(_settings(), model_server(20.0, []), clock=lambda: 0.0).run(4.0)
+    assert all(run["queries"] >= 459 and run["judged_on"] == "loadgen" for run in found["probes"])
+
+
+def test_a_confirming_run_that_fell_behind_backs_off_under_what_the_server_completed() -> None:
+    # offered 30/s, a server of 20/s completes 19.8/s: the next attempt starts 0.9 x 19.8, not
+    # 0.9 x 30 (27/s, still over the capacity, where a second attempt would fail as well)
+    calls: list[float] = []
+    s = _settings(max_probes=0, start_qps=30.0, confirm_runs=2, confirm_attempts=2)
+    found = TokenSearch(s, model_server(20.0, calls), clock=lambda: 0.0).run(1.0)
+    section = goodput_section(found, s)
+    assert calls[0] == 30.0 and calls[1] == pytest.approx(0.9 * 20.0 * 0.99)
+    assert section["status"] == "ok", section["message"]
+    assert section["confirmed_at_qps"] == pytest.approx(17.82)
+    assert section["confirms"][0]["completed_qps"] == pytest.approx(19.8)
 
 
 def test_no_rate_and_a_loadgen_failure_give_no_rate_and_say_why() -> None:
@@ -116,12 +153,20 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
         hourly / 3600 / served["output_tokens_per_s"] * 1e6
     )
     assert row["goodput_ttft_p99_s"] == served["ttft_p99_s"]
+    assert row["goodput_queries"] >= 459 and row["goodput_early_stopping_met"] is True
+    # runs under the early-stopping estimate's queries: the row says how few, and that it failed
+    s = _settings(min_queries=32, probe_s=10.0, confirm_s=10.0)
+    few = goodput_section(TokenSearch(s, model_server(2.0, []), clock=lambda: 0.0).run(4.0), s)
+    row = table._row(_record(few), prices)
+    assert row["goodput_queries"] == min(few["queries"]) < 459
+    assert row["goodput_early_stopping_met"] is False
     # no rate: the status, no figure
     s = _settings(min_qps=2.0)
     none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
     row = table._row(_record(none), prices)
     assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
     assert row["goodput_cost_per_million_tokens_usd"] is None
+    assert row["goodput_queries"] is None and row["goodput_early_stopping_met"] is None
     # a server that died: its log's tail stays in the record, the table says its first and last line
     died = failed_section(
         "server_failed",

@@ -64,23 +64,29 @@ def _confirm_only(tmp_path, start_qps, **given):
 
 
 def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_path):
-    # 200 QPS overflows the server; a quarter of it (50 QPS, half the capacity) does not
+    # 200 QPS overflows the server, which falls behind: it completes about its capacity
+    # (100/s), and the next attempt starts a quarter of that, not of 200 (50 QPS)
     found = _confirm_only(tmp_path, 200.0, confirm_runs=2, confirm_attempts=2, backoff=0.25,
                           min_qps=10.0)  # fmt: skip
     assert found["probes"] == []
+    first = found["confirms"][0]
     rates = [run["target_qps"] for run in found["confirms"]]
-    assert rates == [200.0, 50.0, 50.0], "the attempt at 200 QPS stopped at its INVALID run"
-    assert not found["confirms"][0]["valid"]
+    assert len(rates) == 3 and rates[0] == 200.0, "the attempt at 200 QPS stopped at once"
+    assert not first["valid"] and first["completed_qps"] < 0.95 * first["scheduled_qps"]
+    assert rates[1] == rates[2] == pytest.approx(0.25 * first["completed_qps"])
+    assert rates[1] < 50.0
     assert found["status"] == "ok", found["message"]
-    assert found["confirmed_at_qps"] == 50.0 and found["runs"] == 2
+    assert found["confirmed_at_qps"] == rates[1] and found["runs"] == 2
 
 
 def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
-    # 400 and 200 QPS overflow the server; the next backoff (100) is under min_qps
-    found = _confirm_only(tmp_path, 400.0, confirm_runs=3, confirm_attempts=3, backoff=0.5,
-                          min_qps=150.0)  # fmt: skip
+    # a 5 ms bound under the 10 ms service time: every run fails; 40 QPS is under the capacity
+    # (no falling behind), so each attempt backs off by half, until 10 QPS is under min_qps
+    with queue_server(10.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=5.0, start_qps=40.0, max_probes=0,
+                        confirm_runs=3, confirm_attempts=3, backoff=0.5, min_qps=15.0)  # fmt: skip
     assert found["status"] == "not_confirmed"
-    assert [run["target_qps"] for run in found["confirms"]] == [400.0, 200.0]
+    assert [run["target_qps"] for run in found["confirms"]] == [40.0, 20.0]
     assert found["message"].endswith("in each of 2 attempt(s)"), found["message"]
 
 
@@ -164,6 +170,11 @@ def test_a_model_without_a_bound_is_an_error_naming_it():
 def test_slo_settings_name_an_unknown_key():
     with pytest.raises(ValueError, match="probe_seconds"):
         slo.SloSettings.from_config("serve_image", "resnet50", {"probe_seconds": 1})
+    # a serve cell's LoadGen runs issue the early-stopping estimate's 459 queries at least
+    with pytest.raises(ValueError, match="min_queries must be a whole number >= 459"):
+        slo.SloSettings.from_config("serve_image", "resnet50", {"min_queries": 64})
+    given = {"min_queries": 600}
+    assert slo.SloSettings.from_config("serve_image", "resnet50", given).min_queries == 600
 
 
 @pytest.mark.parametrize(

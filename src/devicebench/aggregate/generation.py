@@ -44,7 +44,8 @@ BOUND = [
 ]  # fmt: skip
 GOODPUT = [
     "serving_status", "serving_message", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
-    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd",
+    "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "goodput_queries",
+    "goodput_early_stopping_met",
 ]  # fmt: skip
 GENERATION_COLUMNS = [
     "task", "model", "device_label", "generator", "engine", "precision", "batch_size", "prompt_len",
@@ -136,6 +137,10 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
         "goodput_cost_per_million_tokens_usd": price / 3600 / rate * 1e6
         if rate and not math.isnan(price)
         else None,
+        # the confirming runs' fewest queries: under 459, LoadGen's early-stopping estimate was
+        # not met and the rate rests on the p99 of those queries alone
+        "goodput_queries": min(queries) if (queries := serving.get("queries") or []) else None,
+        "goodput_early_stopping_met": serving.get("early_stopping_met") if queries else None,
     }
 
 

@@ -7,7 +7,9 @@ first token <= `ttft_p99_ms` and p99 time per output token <= `tpot_p99_ms` (MLP
 Llama-3.1-8B Server bounds, 2 s and 100 ms, unless set). The search is serving.slo's (bracket,
 bisect, confirm; a VALID run also has no failed stream); the start rate is one stream's (times
 `max_batch`, the streams the server generates together); when one stream alone misses a bound:
-no_rate without a LoadGen run. `cells` selectors (axis -> value), when given, pick the cells
+no_rate without a LoadGen run. `min_queries` may go under the 459 queries of LoadGen's
+early-stopping estimate, which take minutes at a few requests/s: such a run is judged on the
+p99 of its own queries (serving.slo). `cells` selectors (axis -> value), when given, pick the cells
 that serve.
 
 The record's `generation.serving`: `goodput_qps` (the median scheduled rate of the confirming
@@ -59,6 +61,10 @@ class GoodputSettings:
             raise ValueError(f"unknown generate.serving setting(s) {unknown}; known: {known}")
         mine = {key: given.pop(key) for key in own & set(given)}
         counts = {"max_streams", "max_batch"}  # whole numbers: the server's flags
+        queries = given.get("min_queries", 1)
+        if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+            said = f"a whole number >= 1, not {queries!r}"
+            raise ValueError(f"generate.serving.min_queries must be {said}")
         for key, value in mine.items():
             kind = int if key in counts else int | float
             if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:

@@ -179,6 +179,7 @@ def _summary(scenario, detail, errors, target_qps, target_latency_ms, log_dir) -
         "result": None if result is None else float(result),
         # Server: the Poisson rate LoadGen actually scheduled (MLPerf's Server result when VALID)
         "scheduled_qps": _number(detail.get("result_scheduled_samples_per_sec")),
+        "completed_qps": _number(detail.get("result_completed_samples_per_sec")),
         "result_metric": "p90_latency_ms" if scenario == "SingleStream" else result_key,
         "target_qps": target_qps if scenario != "SingleStream" else None,
         "target_latency_ms": target_latency_ms if scenario == "Server" else None,

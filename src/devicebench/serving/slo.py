@@ -1,16 +1,25 @@
 """The serving verdict at a latency bound: the highest Poisson arrival rate (MLPerf LoadGen's
 Server scenario) whose p99 latency stays under the model's bound, searched then confirmed.
 
-Search: short probes of `probe_s` (and at least the queries LoadGen's early-stopping estimate
-needs) from `start_qps` (the closed-loop pool's rate unless set): doubling while VALID, halving
-while INVALID, until a VALID rate lies below an INVALID one; then bisection until the bracket is
-within `tolerance` of its low end or `max_probes` are spent. A probe counts as VALID only when
-LoadGen says VALID and no request failed (a fast error would flatter the p99).
+Search: short probes of `probe_s` (and at least `min_queries`: by default the 459 queries
+LoadGen's early-stopping estimate needs) from `start_qps` (the closed-loop pool's rate unless
+set): doubling while VALID, halving while INVALID, until a VALID rate lies below an INVALID
+one; then bisection until the bracket is within `tolerance` of its low end or `max_probes` are
+spent. A probe counts as VALID only when LoadGen says VALID and no request failed (a fast error
+would flatter the p99).
 
-Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with enough queries
-for the early-stopping estimate. All VALID: `max_valid_qps` is the median of the rates LoadGen
-scheduled in them. One INVALID: the attempt stops there (it can no longer be all VALID) and the
-next starts `backoff` lower, while `confirm_attempts` last.
+Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with at least
+`min_queries`. All VALID: `max_valid_qps` is the median of the rates LoadGen scheduled in them.
+One INVALID: the attempt stops there (it can no longer be all VALID) and the next starts
+`backoff` lower, while `confirm_attempts` last; when the server fell behind the schedule in
+that run (it completed fewer requests/s than LoadGen offered, by more than `tolerance`), the
+next starts `backoff` under the rate it completed: offered more than it completes, a server's
+queue grows without end, and a short probe above that rate can still pass.
+
+Fewer queries: a generate server at a few requests/s needs minutes for 459 queries, so a study
+may set `min_queries` lower. LoadGen then says INVALID on its early-stopping estimate alone;
+such a run counts VALID when LoadGen's latency check (the p99 of the queries it ran) passed,
+its `judged_on` says so, and the section's `early_stopping_met` stays false.
 
 Sweep: `confirm: best` (or confirm_runs 0) makes a replica or thread sweep cell run the probes
 alone; the workflow's confirm step (serving.sweep_choice, scripts/confirm_serve.py) then confirms
@@ -56,6 +65,8 @@ class SloSettings:
     max_qps: float = 100_000.0
     tolerance: float = 0.05
     max_probes: int = 12  # 0: no probes, the confirming runs at start_qps (a sweep's rate)
+    # a run's queries at least; fewer than the default only for generate.serving's token runs
+    min_queries: int = loadgen.SERVER_EARLY_STOPPING_QUERIES
     confirm_attempts: int = 2
     backoff: float = 0.9
     budget_s: float = 1800.0
@@ -73,6 +84,13 @@ class SloSettings:
             raise ValueError(f"unknown serve.slo setting(s) {unknown}; known: {sorted(known)}")
         if given.get("confirm", "each") not in CONFIRM_MODES:
             raise ValueError(f"serve.slo.confirm: {given['confirm']!r}; known: {CONFIRM_MODES}")
+        floor = loadgen.SERVER_EARLY_STOPPING_QUERIES  # run_scenario issues as many at least
+        queries = given.get("min_queries", floor)
+        if isinstance(queries, bool) or not isinstance(queries, int) or queries < floor:
+            raise ValueError(
+                f"serve.slo.min_queries must be a whole number >= {floor} (LoadGen's "
+                f"early-stopping estimate; fewer is for generate.serving), not {queries!r}"
+            )
         return cls(p99_bound_ms=bound_ms(task, model, overrides), **given)
 
 
@@ -132,7 +150,7 @@ class Search:
             low, high = self._bisect(low, high)
             return self._confirm(low, high)
         except _Budget as why:
-            failed = [run for run in self.confirms if not _valid(run)]
+            failed = [run for run in self.confirms if not run_valid(run)]
             before = ""
             if failed:  # what the time went to: confirming runs that missed the bound
                 rates = ", ".join(f"{run['target_qps']:.4g}" for run in failed)
@@ -194,17 +212,18 @@ class Search:
             runs = []
             for _ in range(self.s.confirm_runs):  # one INVALID run fails the attempt: back off
                 runs.append(self._run(qps, self.s.confirm_s, "confirm"))
-                if not _valid(runs[-1]):
+                if not run_valid(runs[-1]):
                     break
-            if len(runs) == self.s.confirm_runs and all(_valid(run) for run in runs):
+            if len(runs) == self.s.confirm_runs and all(run_valid(run) for run in runs):
                 values = [run["scheduled_qps"] or run["target_qps"] for run in runs]
                 return self._section(
                     "ok", self._found(low, high, qps), max_valid_qps=statistics.median(values),
                     confirmed_at_qps=qps, probe_qps=low, run_qps=values, confirm_runs=runs,
                 )  # fmt: skip
-            if qps * self.s.backoff < self.s.min_qps:
+            lower = _backoff(runs[-1], qps, self.s)
+            if lower < self.s.min_qps:
                 break
-            qps *= self.s.backoff
+            qps = lower
         return self._section(
             "not_confirmed",
             f"a confirming run INVALID at {runs[-1]['target_qps']:.4g} QPS ({self.bound_text()}) "
@@ -213,6 +232,18 @@ class Search:
         )
 
     def _found(self, low: float, high: float | None, confirmed: float) -> str:
+        if self.confirms and not all(_loadgen_judged(run) for run in self.confirms):
+            fewest = min(run.get("queries") or 0 for run in self.confirms)
+            few = (
+                f"; runs of {self.s.min_queries} queries at least (fewest {fewest}), under the "
+                f"{loadgen.SERVER_EARLY_STOPPING_QUERIES} that LoadGen's early-stopping estimate "
+                "needs: such a run is judged on the p99 of its own queries"
+            )
+        else:
+            few = ""
+        return self._found_where(low, high, confirmed) + few
+
+    def _found_where(self, low: float, high: float | None, confirmed: float) -> str:
         if not self.probes:
             note = f"no probes (max_probes 0): confirming the given start rate {low:.4g} QPS"
         elif high is None and self.cut is None and low >= self.s.max_qps:
@@ -233,7 +264,7 @@ class Search:
         """Whether a probe at `qps` is VALID; None when it would leave the confirming runs at
         the VALID rate `low` too little of the budget (without a VALID rate: over_budget)."""
         try:
-            return _valid(self._run(qps, self.s.probe_s, "probe", reserve_at=low or qps))
+            return run_valid(self._run(qps, self.s.probe_s, "probe", reserve_at=low or qps))
         except _Budget as why:
             if low is None:
                 raise
@@ -241,7 +272,7 @@ class Search:
             return None
 
     def _lasts(self, qps: float, seconds: float) -> tuple[int, float]:
-        queries = max(loadgen.server_queries(0), math.ceil(qps * seconds))
+        queries = max(self.s.min_queries, math.ceil(qps * seconds))
         return queries, max(seconds, queries / qps)
 
     def _run(
@@ -268,7 +299,7 @@ class Search:
             raise _Failed(f"LoadGen gave no verdict at {qps:.4g} QPS (log: {run.get('log_dir')})")
         run = run | {"phase": phase, "target_qps": qps, "duration_s": seconds}
         (self.probes if phase == "probe" else self.confirms).append(run)
-        said = "VALID" if _valid(run) else f"INVALID ({run.get('http_errors') or 0} errors)"
+        said = "VALID" if run_valid(run) else f"INVALID ({run.get('http_errors') or 0} errors)"
         print(
             f"[devicebench] latency-bound search: {phase} at {qps:.4g} QPS, {said}, "
             f"{self.latency_text(run)}",
@@ -312,16 +343,39 @@ class Search:
         }
 
 
-def _valid(run: dict[str, Any]) -> bool:
-    return bool(run.get("valid")) and not run.get("http_errors")
+def run_valid(run: dict[str, Any]) -> bool:
+    """Whether a run meets the bound: LoadGen's verdict, or, for a run under the queries of
+    its early-stopping estimate, LoadGen's latency check of the queries it ran; no failed
+    request either way."""
+    if run.get("http_errors"):
+        return False
+    if _loadgen_judged(run):
+        return bool(run.get("valid"))
+    return bool(run.get("latency_met"))  # INVALID on the early-stopping estimate alone
+
+
+def _loadgen_judged(run: dict[str, Any]) -> bool:
+    """Whether LoadGen's verdict judges the run: it had the early-stopping estimate's queries."""
+    return (run.get("queries") or 0) >= loadgen.SERVER_EARLY_STOPPING_QUERIES
+
+
+def _backoff(run: dict[str, Any], qps: float, s: SloSettings) -> float:
+    """The next attempt's rate after an INVALID confirming run at `qps`: `backoff` lower, and
+    `backoff` under the rate the server completed when it fell behind the schedule."""
+    lower = qps * s.backoff
+    done, offered = run.get("completed_qps"), run.get("scheduled_qps") or qps
+    if done and done < offered * (1 - s.tolerance):
+        lower = min(lower, done * s.backoff)
+    return lower
 
 
 def _brief(run: dict[str, Any]) -> dict[str, Any]:
     """One run as the record keeps it: what was offered, what came back, LoadGen's verdict."""
     latency = run.get("latency_ms") or {}
-    keys = ("phase", "target_qps", "scheduled_qps", "duration_s", "queries", "validity")
-    return {key: run.get(key) for key in keys} | {
-        "valid": _valid(run),
+    keys = ("phase", "target_qps", "scheduled_qps", "completed_qps", "duration_s", "queries")
+    return {key: run.get(key) for key in (*keys, "validity")} | {
+        "valid": run_valid(run),
+        "judged_on": "loadgen" if _loadgen_judged(run) else "p99 of its queries",
         "latency_met": run.get("latency_met"),
         "early_stopping_met": run.get("early_stopping_met"),
         "p99_ms": latency.get("p99"),
