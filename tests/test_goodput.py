@@ -165,6 +165,16 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
     row = table._row(_record(none), prices)
     assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
+    # confirming runs that failed confirm nothing: no goodput, so no queries behind one
+    failed = goodput_section(
+        TokenSearch(
+            _settings(max_probes=0, start_qps=30.0, confirm_attempts=1),
+            model_server(20.0, []), clock=lambda: 0.0,
+        ).run(1.0),
+        s,
+    )  # fmt: skip
+    assert failed["status"] == "not_confirmed" and failed["queries"]
+    assert table._row(_record(failed), prices)["goodput_queries"] is None
     assert row["goodput_cost_per_million_tokens_usd"] is None
     assert row["goodput_queries"] is None and row["goodput_early_stopping_met"] is None
     # a server that died: its log's tail stays in the record, the table says its first and last line

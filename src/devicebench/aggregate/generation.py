@@ -138,10 +138,15 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
         if rate and not math.isnan(price)
         else None,
         # the confirming runs' fewest queries: under 459, LoadGen's early-stopping estimate was
-        # not met and the rate rests on the p99 of those queries alone
-        "goodput_queries": min(queries) if (queries := serving.get("queries") or []) else None,
-        "goodput_early_stopping_met": serving.get("early_stopping_met") if queries else None,
+        # not met and the rate rests on the p99 of those queries alone (no rate: none)
+        "goodput_queries": min(confirmed) if (confirmed := _confirmed_queries(serving)) else None,
+        "goodput_early_stopping_met": serving.get("early_stopping_met") if confirmed else None,
     }
+
+
+def _confirmed_queries(serving: dict[str, Any]) -> list[int]:
+    """The queries of the runs that confirmed the goodput (none without a goodput)."""
+    return [q for q in serving.get("queries") or [] if q] if serving.get("goodput_qps") else []
 
 
 def generation_table(paths: list[Path], prices: dict[str, Any]) -> pd.DataFrame:
