@@ -10,7 +10,9 @@ import pandas as pd
 
 from devicebench.aggregate.charts import _empty, log_if_wide
 
-LEGEND = alt.Legend(labelLimit=0, titleLimit=0)
+# every line named: Vega drops a legend's entries past its symbol limit (with a warning), and a
+# study of two models' engines, formats and works draws more lines than that
+LEGEND = alt.Legend(labelLimit=0, titleLimit=0, symbolLimit=0)
 SERIES = ["model", "device_label", "generator", "precision", "prompt_len", "output_len"]
 
 
@@ -37,7 +39,12 @@ def tokens_vs_batch(generation: pd.DataFrame) -> alt.TopLevelMixin:
             y=alt.Y(
                 "tokens_per_s:Q", title="decode tokens/s", scale=log_if_wide(both["tokens_per_s"])
             ),
-            color=alt.Color("series:N", title=" · ".join(SERIES), legend=LEGEND),
+            color=alt.Color(
+                "series:N",
+                title=" · ".join(SERIES),
+                legend=LEGEND,
+                scale=alt.Scale(scheme="category20"),  # 20 colours before one repeats, not 10
+            ),
             strokeDash=alt.StrokeDash(
                 "kind:N",
                 title="line",
