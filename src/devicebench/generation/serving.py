@@ -61,17 +61,17 @@ class GoodputSettings:
             raise ValueError(f"unknown generate.serving setting(s) {unknown}; known: {known}")
         mine = {key: given.pop(key) for key in own & set(given)}
         counts = {"max_streams", "max_batch"}  # whole numbers: the server's flags
-        queries = given.get("min_queries", 1)
-        if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
-            said = f"a whole number >= 1, not {queries!r}"
-            raise ValueError(f"generate.serving.min_queries must be {said}")
         for key, value in mine.items():
             kind = int if key in counts else int | float
             if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
                 what = "a whole number" if key in counts else "a number"
                 raise ValueError(f"generate.serving.{key} must be {what} above 0, not {value!r}")
         ttft = float(mine.get("ttft_p99_ms", DEFAULT_TTFT_MS))
-        return cls(**mine, slo=SloSettings(p99_bound_ms=ttft, **given))
+        try:
+            searched = SloSettings(p99_bound_ms=ttft, **given)
+        except ValueError as error:  # the search's own checks: name the config's key
+            raise ValueError(f"generate.serving.{error}") from error
+        return cls(**mine, slo=searched)
 
 
 class TokenSearch(Search):

@@ -73,6 +73,11 @@ class SloSettings:
     connections: int = 256  # LoadGen's HTTP connections at most (never the bottleneck)
     confirm: str = "each"  # each: every cell confirms; best: probes only, the confirm step confirms
 
+    def __post_init__(self) -> None:
+        queries = self.min_queries
+        if isinstance(queries, bool) or not isinstance(queries, int) or queries < 1:
+            raise ValueError(f"min_queries must be a whole number >= 1, not {queries!r}")
+
     @classmethod
     def from_config(cls, task: str, model: str, given: dict[str, Any]) -> SloSettings:
         """From the config's `serve.slo` mapping; unknown keys are an error naming them."""
@@ -84,14 +89,15 @@ class SloSettings:
             raise ValueError(f"unknown serve.slo setting(s) {unknown}; known: {sorted(known)}")
         if given.get("confirm", "each") not in CONFIRM_MODES:
             raise ValueError(f"serve.slo.confirm: {given['confirm']!r}; known: {CONFIRM_MODES}")
+        settings = cls(p99_bound_ms=bound_ms(task, model, overrides), **given)
         floor = loadgen.SERVER_EARLY_STOPPING_QUERIES  # run_scenario issues as many at least
-        queries = given.get("min_queries", floor)
-        if isinstance(queries, bool) or not isinstance(queries, int) or queries < floor:
+        if settings.min_queries < floor:
             raise ValueError(
                 f"serve.slo.min_queries must be a whole number >= {floor} (LoadGen's "
-                f"early-stopping estimate; fewer is for generate.serving), not {queries!r}"
+                f"early-stopping estimate; fewer is for generate.serving), not "
+                f"{settings.min_queries!r}"
             )
-        return cls(p99_bound_ms=bound_ms(task, model, overrides), **given)
+        return settings
 
 
 # a run: (target QPS, minimum seconds, minimum queries, its number) -> LoadGen's summary
@@ -232,16 +238,15 @@ class Search:
         )
 
     def _found(self, low: float, high: float | None, confirmed: float) -> str:
-        if self.confirms and not all(_loadgen_judged(run) for run in self.confirms):
-            fewest = min(run.get("queries") or 0 for run in self.confirms)
-            few = (
-                f"; runs of {self.s.min_queries} queries at least (fewest {fewest}), under the "
-                f"{loadgen.SERVER_EARLY_STOPPING_QUERIES} that LoadGen's early-stopping estimate "
-                "needs: such a run is judged on the p99 of its own queries"
-            )
-        else:
-            few = ""
-        return self._found_where(low, high, confirmed) + few
+        note = self._found_where(low, high, confirmed)
+        if all(_loadgen_judged(run) for run in self.confirms):
+            return note
+        fewest = min(run.get("queries") or 0 for run in self.confirms)
+        return note + (
+            f"; runs of {self.s.min_queries} queries at least (fewest {fewest}), under the "
+            f"{loadgen.SERVER_EARLY_STOPPING_QUERIES} that LoadGen's early-stopping estimate "
+            "needs: such a run is judged on the p99 of its own queries"
+        )
 
     def _found_where(self, low: float, high: float | None, confirmed: float) -> str:
         if not self.probes:
