@@ -21,7 +21,8 @@ from devicebench.workloads import spec, work_axes
 PRICES = load_prices(REPO / "config" / "prices.yaml")
 H200 = REPO / "results" / "published" / "h200"
 # the machine that ran every 1B cell: 128/128, 1024/128 and 2048/1 (its 1024/128 cells were
-# measured again on machine 0896fe5e for their goodput search: they are kept under superseded/)
+# measured again on machines 0896fe5e and a48a4aeb for their goodput search: they are kept
+# under superseded/)
 ONE_MACHINE = "fd54ec94"
 
 

@@ -217,3 +217,38 @@ def test_a_prefill_only_pair_reads_its_first_token_and_prompt_price_never_nan(tm
     assert "cheapest prompt: the same cells" in line
     assert "goodput at the token bounds: none (cpu:16t no_rate, cuda over_budget" in line
     assert "nan" not in line
+
+
+def test_a_goodput_reads_its_rate_even_for_a_cell_said_before_and_the_other_device_its_status(
+    tmp_path,
+):
+    """The GPU's served cell is also its fastest batch-1 cell: its goodput is another figure of
+    that cell, so the line gives the rate, not "the same cells"; the CPU's served cell found no
+    rate, and the line names its status beside the GPU's goodput (machine 11, 2026-11-29)."""
+    import pandas as pd
+
+    from devicebench.report.readme import generation_lines
+
+    common = dict(model="llama-1b", prompt_len=1024, output_len=128, precision="bf16",
+                  batch_size=1, bandwidth_fraction=0.5)  # fmt: skip
+    gpu = common | dict(device_label="cuda", generator="torch_static", cell_id="g",
+                        decode_tokens_per_s=600.0, cost_per_million_tokens_usd=2.54,
+                        goodput_qps=28.73, goodput_tokens_per_s=3628.2,
+                        goodput_cost_per_million_tokens_usd=0.383)  # fmt: skip
+    cpu = common | dict(device_label="cpu:16t", generator="openvino_genai", cell_id="c",
+                        decode_tokens_per_s=29.3, cost_per_million_tokens_usd=7.28)  # fmt: skip
+    rows = [cpu | dict(criterion="fastest batch-1 decode"),
+            gpu | dict(criterion="fastest batch-1 decode"),
+            gpu | dict(criterion="highest goodput at the token bounds")]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
+    served = [
+        gpu | dict(serving_status="ok"),
+        cpu | dict(serving_status="no_rate", goodput_qps=None),
+    ]
+    pd.DataFrame(served).to_csv(tmp_path / "generation.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    assert "goodput: cuda 28.7 requests/s at the token bounds (torch_static, 3,628 output " \
+           "tokens/s, $0.383 per million output tokens)" in line  # fmt: skip
+    assert "goodput: the same cells" not in line
+    assert "no goodput: cpu:16t no_rate (tables/generation.md says why)" in line
+    assert "goodput at the token bounds: none" not in line

@@ -200,6 +200,8 @@ GENERATION_PARTS = (
     ("cheapest per million prompt tokens", "cheapest prompt", _prefill_cell),
     ("highest goodput at the token bounds", "goodput", _goodput_cell),
 )
+# parts whose figure is another measurement of a cell (its served rate): never "the same cell"
+OWN_FIGURE = frozenset({"goodput"})
 
 
 def generation_lines(tables: Path) -> list[str]:
@@ -220,15 +222,16 @@ def generation_lines(tables: Path) -> list[str]:
         for criterion, label, said_of in GENERATION_PARTS:
             rows = group[group["criterion"].astype(str).eq(criterion)]
             cells = set(rows["cell_id"].dropna().astype(str)) if "cell_id" in rows else set()
-            if cells and cells <= shown:  # each device's cheapest is its fastest: said once
+            repeats = label not in OWN_FIGURE
+            if repeats and cells and cells <= shown:  # the cheapest is the fastest: said once
                 parts.append(f"{label}: the same cells")
                 continue
             said = "; ".join(
                 f"{r['device_label']} "
-                + ("the same cell" if str(r.get("cell_id")) in shown else said_of(r))
+                + ("the same cell" if repeats and str(r.get("cell_id")) in shown else said_of(r))
                 for _, r in rows.iterrows()
             )
-            shown |= cells
+            shown |= cells if repeats else set()
             if said:
                 parts.append(f"{label}: {said}")
         unserved = _unserved(served, model, prompt, output)
@@ -247,8 +250,10 @@ def _served(tables: Path) -> pd.DataFrame:
 
 
 def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) -> list[str]:
-    """'goodput: none (cpu:16t no_rate, cuda over_budget)' for a pair whose served cells found
-    no rate at the token bounds; nothing where one did (its row says so) or none served."""
+    """The pair's served cells that found no rate at the token bounds, with their searches'
+    status: 'goodput at the token bounds: none (cpu:16t no_rate, cuda over_budget ...)', or
+    'no goodput: cpu:16t no_rate ...' beside another cell's goodput; nothing where all found one
+    or none served."""
     if served.empty:
         return []
     mine = served[
@@ -256,10 +261,16 @@ def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) ->
         & served["prompt_len"].eq(prompt)
         & served["output_len"].eq(output)
     ]
-    if mine.empty or pd.to_numeric(mine["goodput_qps"], errors="coerce").notna().any():
+    found = pd.to_numeric(mine["goodput_qps"], errors="coerce").notna()
+    if found.all():
         return []
-    said = ", ".join(f"{r['device_label']} {r['serving_status']}" for _, r in mine.iterrows())
-    return [f"goodput at the token bounds: none ({said}; tables/generation.md says why)"]
+    said = ", ".join(
+        f"{r['device_label']} {r['serving_status']}" for _, r in mine[~found].iterrows()
+    )
+    why = "tables/generation.md says why"
+    if found.any():
+        return [f"no goodput: {said} ({why})"]
+    return [f"goodput at the token bounds: none ({said}; {why})"]
 
 
 def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:
