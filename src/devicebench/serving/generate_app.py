@@ -31,7 +31,7 @@ from fastapi.responses import StreamingResponse
 from devicebench.serving.app import read_request
 from devicebench.serving.decode import OverLimit
 from devicebench.serving.gc_pause import freeze_loaded_heap
-from devicebench.serving.generate_streams import Streams
+from devicebench.serving.generate_streams import Streams, batch_buckets
 from devicebench.serving.http_limits import (
     BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
@@ -105,7 +105,7 @@ class PromptReader:
 
 def create_app(generator: Any, limits: Limits, info: dict[str, Any]) -> FastAPI:
     """The FastAPI app: POST /generate (streamed), GET /health, GET /stats."""
-    counts = {"ok": 0, "cut": 0, "failed": 0, "batches": 0, "largest_batch": 0}
+    counts = {"ok": 0, "cut": 0, "failed": 0, "batches": 0, "largest_batch": 0, "rows_run": 0}
     streams = Streams(generator, limits, counts)
     reader = PromptReader(limits)
     app = FastAPI(title="devicebench generate service")
@@ -190,8 +190,12 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     engine, options = engine_options(settings)
     started = time.perf_counter()
     generator = engine.load(args.model, options)
-    rows = args.max_batch if getattr(generator, "static", False) else 1  # its one shape
-    time_generation(generator, [[0] * args.max_prompt_tokens] * rows, 2)  # warm-up, compile
+    static = getattr(generator, "static", False)
+    buckets = batch_buckets(args.max_batch) if static else (1,)
+    for rows in buckets:  # warm-up; a fixed-shape generator compiles each bucket's shape
+        print(f"[serve] warming up {rows} row(s)", flush=True)
+        steps = max(2, min(4, args.max_new_tokens))  # CUDA graph trees: warm, record, replay
+        time_generation(generator, [[0] * args.max_prompt_tokens] * rows, steps)
     limits = Limits(
         **{name: getattr(args, name) for name in vars(Limits()) if name != "vocab"},
         vocab=int(textgen_llm.model_config(args.model).vocab_size),
@@ -199,6 +203,8 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     info = {"model": args.model, "generator": engine.name, "device": args.device}
     info |= {"precision": args.precision, "load_s": time.perf_counter() - started}
     batching = f"static: up to {limits.max_batch} streams of one prompt length and token count"
+    if static:
+        batching += f", padded to {'/'.join(map(str, buckets))} rows (the shapes compiled)"
     info |= {"limits": vars(limits), "batching": batching if limits.max_batch > 1 else "none"}
     return generator, limits, info | engine.describe(options)
 

@@ -57,11 +57,27 @@ class Stream:
             self.left.set()  # the model's thread stops at its next token
 
 
+def batch_buckets(max_batch: int) -> tuple[int, ...]:
+    """The batch sizes a fixed-shape generator is compiled for: the powers of two under
+    `max_batch`, and `max_batch` (vLLM captures CUDA graphs at such sizes). Padding every batch
+    to `max_batch` made one 8B stream prefill sixteen prompts: 0.50 s to its first token served,
+    0.05 s in-process (H200, 1024/128, 2026-11-29)."""
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be positive, not {max_batch}")
+    return (*(1 << k for k in range(max_batch.bit_length()) if 1 << k < max_batch), max_batch)
+
+
+def padded_rows(streams: int, max_batch: int) -> int:
+    """The rows a fixed-shape generator runs for `streams` streams: the smallest bucket."""
+    return next(size for size in batch_buckets(max_batch) if size >= streams)
+
+
 class Streams:
     """The open streams (at most `max_streams`) and the one model thread generating them, up to
     `max_batch` at once: streams waiting with the same prompt length and tokens asked start
     together (static batching: a batch runs to its end before the next starts). A generator
-    with fixed shapes (CUDA graphs: `static`) gets every batch padded to `max_batch`."""
+    with fixed shapes (CUDA graphs: `static`) gets every batch padded to its bucket
+    (`batch_buckets`), the shapes it was warmed up at."""
 
     def __init__(self, generator: Any, limits: Limits, counts: dict[str, int]) -> None:
         self.generator, self.limits, self.counts = generator, limits, counts
@@ -129,9 +145,14 @@ class Streams:
             return
         self.counts["batches"] += 1
         self.counts["largest_batch"] = max(self.counts["largest_batch"], len(batch))
+        self.counts["rows_run"] += (
+            padded_rows(len(batch), self.limits.max_batch) if self.pad else len(batch)
+        )
         prompts = [s.prompt for s in batch]
         if self.pad:
-            prompts += [prompts[0]] * (self.limits.max_batch - len(prompts))
+            prompts += [prompts[0]] * (
+                padded_rows(len(prompts), self.limits.max_batch) - len(prompts)
+            )
         try:
             prefilled = self.generator.prefill(prompts, batch[0].max_tokens)
             self._send(batch, prefilled.first_tokens)

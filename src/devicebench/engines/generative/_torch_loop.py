@@ -43,7 +43,8 @@ class TorchGreedy:
 
             if self.compile:  # the cell's log says when CUDA graphs are skipped, and why
                 torch._logging.set_logs(perf_hints=True)
-                step = torch.compile(step, mode="reduce-overhead", fullgraph=True)
+                # one graph per batch size (a server's buckets), never one traced for any size
+                step = torch.compile(step, mode="reduce-overhead", fullgraph=True, dynamic=False)
             self._step = step
         return self._step
 
