@@ -105,3 +105,29 @@ def test_an_openvino_genai_cell_records_the_file_it_ran(tmp_path, manifest) -> N
     assert g["format"] == "GGUF Q4_0 (llama.cpp quantize)" and "LATENCY" in g["hint"]
     assert g["weight_bytes"] == next((tmp_path / "gguf").glob("*-Q4_0.gguf")).stat().st_size
     assert 0 < g["bandwidth_fraction"] <= 1.05
+
+
+def test_the_static_step_compiles_one_graph_per_bucket_and_padding_keeps_a_rows_tokens() -> None:
+    """The generate server pads a batch to its bucket (1, 2, 4 ... rows): the compiled step keeps
+    one graph per batch size (dynamic=False: no graph traced for any size, which CUDA graphs
+    would record again per size anyway), and a stream's tokens do not depend on the padding
+    rows beside it."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from devicebench.engines.generative._torch_loop import TorchGreedy
+    from devicebench.frameworks.generator import time_generation
+    from devicebench.serving.generate_streams import batch_buckets
+    from devicebench.workloads import textgen_llm
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = textgen_llm.build_model("llama-tiny", "cpu", "fp32", seed=3)
+    prompt = [21, 22, 23, 24, 25, 26]
+    static = TorchGreedy(model, "cpu", static=True, compile=True, max_cache_len=11)
+    rows = {n: time_generation(static, [prompt] * n, 5).tokens for n in batch_buckets(4)}
+    assert list(rows) == [1, 2, 4]
+    assert all(tokens == [rows[1][0]] * n for n, tokens in rows.items())
+    assert counters["stats"]["unique_graphs"] == 3
+    time_generation(static, [prompt] * 2, 5)  # a bucket seen before: its graph, no new one
+    assert counters["stats"]["unique_graphs"] == 3
