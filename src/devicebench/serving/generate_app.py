@@ -192,9 +192,9 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     generator = engine.load(args.model, options)
     static = getattr(generator, "static", False)
     buckets = batch_buckets(args.max_batch) if static else (1,)
+    steps = max(2, min(4, args.max_new_tokens))  # CUDA graph trees: warm, record, replay
     for rows in buckets:  # warm-up; a fixed-shape generator compiles each bucket's shape
         print(f"[serve] warming up {rows} row(s)", flush=True)
-        steps = max(2, min(4, args.max_new_tokens))  # CUDA graph trees: warm, record, replay
         time_generation(generator, [[0] * args.max_prompt_tokens] * rows, steps)
     limits = Limits(
         **{name: getattr(args, name) for name in vars(Limits()) if name != "vocab"},

@@ -145,14 +145,10 @@ class Streams:
             return
         self.counts["batches"] += 1
         self.counts["largest_batch"] = max(self.counts["largest_batch"], len(batch))
-        self.counts["rows_run"] += (
-            padded_rows(len(batch), self.limits.max_batch) if self.pad else len(batch)
-        )
+        rows = padded_rows(len(batch), self.limits.max_batch) if self.pad else len(batch)
+        self.counts["rows_run"] += rows
         prompts = [s.prompt for s in batch]
-        if self.pad:
-            prompts += [prompts[0]] * (
-                padded_rows(len(prompts), self.limits.max_batch) - len(prompts)
-            )
+        prompts += [prompts[0]] * (rows - len(prompts))  # padding rows: no stream reads them
         try:
             prefilled = self.generator.prefill(prompts, batch[0].max_tokens)
             self._send(batch, prefilled.first_tokens)
