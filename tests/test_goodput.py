@@ -147,6 +147,7 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     served = goodput_section(found, s)
     row = table._row(_record(served), prices)
     assert row["serving_status"] == "ok" and row["goodput_qps"] == served["goodput_qps"]
+    assert row["no_rate_down_to_qps"] is None
     assert row["goodput_tokens_per_s"] == served["output_tokens_per_s"]
     hourly = 0.05 * 2
     assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(
@@ -165,6 +166,9 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     none = goodput_section(TokenSearch(s, model_server(0.1, []), clock=lambda: 0.0).run(4.0), s)
     row = table._row(_record(none), prices)
     assert row["serving_status"] == "no_rate" and row["goodput_qps"] is None
+    # ... and how low it looked: the lowest rate it tried, at or over its floor (min_qps 2)
+    tried = [run["target_qps"] for run in none["probes"]]
+    assert len(tried) > 1 and row["no_rate_down_to_qps"] == min(tried) >= 2.0
     # confirming runs that failed confirm nothing: no goodput, so no queries behind one
     failed = goodput_section(
         TokenSearch(

@@ -43,7 +43,8 @@ BOUND = [
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
 GOODPUT = [
-    "serving_status", "serving_message", "goodput_qps", "goodput_ttft_p99_s", "goodput_tpot_p99_s",
+    "serving_status", "serving_message", "no_rate_down_to_qps", "goodput_qps",
+    "goodput_ttft_p99_s", "goodput_tpot_p99_s",
     "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "goodput_queries",
     "goodput_early_stopping_met",
 ]  # fmt: skip
@@ -130,6 +131,10 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
     return {
         "serving_status": serving.get("status"),
         "serving_message": one_line(serving.get("message")),
+        # no_rate: every rate tried failed, the lowest this one (the search's floor, not zero)
+        "no_rate_down_to_qps": _lowest_tried(serving)
+        if serving.get("status") == "no_rate"
+        else None,
         "goodput_qps": serving.get("goodput_qps"),
         "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
         "goodput_tpot_p99_s": serving.get("tpot_p99_s"),
@@ -142,6 +147,12 @@ def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
         "goodput_queries": min(confirmed) if (confirmed := _confirmed_queries(serving)) else None,
         "goodput_early_stopping_met": serving.get("early_stopping_met") if confirmed else None,
     }
+
+
+def _lowest_tried(serving: dict[str, Any]) -> float | None:
+    """The lowest rate the search's probes and confirming runs offered."""
+    runs = [*(serving.get("probes") or []), *(serving.get("confirms") or [])]
+    return min((run["target_qps"] for run in runs if run.get("target_qps")), default=None)
 
 
 def _confirmed_queries(serving: dict[str, Any]) -> list[int]:

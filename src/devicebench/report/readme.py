@@ -264,13 +264,18 @@ def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) ->
     found = pd.to_numeric(mine["goodput_qps"], errors="coerce").notna()
     if found.all():
         return []
-    said = ", ".join(
-        f"{r['device_label']} {r['serving_status']}" for _, r in mine[~found].iterrows()
-    )
+    said = ", ".join(_search_status(r) for _, r in mine[~found].iterrows())
     why = "tables/generation.md says why"
     if found.any():
         return [f"no goodput: {said} ({why})"]
     return [f"goodput at the token bounds: none ({said}; {why})"]
+
+
+def _search_status(row: pd.Series) -> str:
+    """'cpu:16t no_rate down to 1.62 requests/s': a search's status, and for no_rate its floor."""
+    floor = pd.to_numeric(row.get("no_rate_down_to_qps"), errors="coerce")
+    down_to = f" down to {floor:,.3g} requests/s" if pd.notna(floor) else ""
+    return f"{row['device_label']} {row['serving_status']}{down_to}"
 
 
 def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:
