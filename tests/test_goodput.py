@@ -17,6 +17,7 @@ from devicebench.generation.serving import (
     goodput_section,
     over_alone,
     selected,
+    within_time_limit,
 )
 
 TOKENS = 16
@@ -255,3 +256,20 @@ def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
         assert word in str(caught.value), str(caught.value)
     config["tasks"]["textgen_llm"]["generate"]["serving"] = {"cells": [{"prompt_len": 32}]}
     check_config(config)  # a well-formed block passes
+
+
+def test_the_search_gets_what_is_left_of_the_cells_time_limit_after_the_servers_load() -> None:
+    """run_serving cuts the budget twice: before the server starts and after its load and
+    warm-up (a CUDA-graph server compiles each batch bucket: minutes at 8B), a minute kept for
+    the server's stop and the record; never above the config's budget."""
+    import time
+
+    s = GoodputSettings.from_config({"budget_s": 360})
+    now = time.perf_counter()
+    assert within_time_limit(s, {}, now - 1000).slo.budget_s == 360  # no time limit
+    cut = within_time_limit(s, {"timeout_s": 500}, now - 300).slo.budget_s
+    assert 135 < cut <= 140  # 500 - 300 spent - 60
+    assert within_time_limit(s, {"timeout_s": 500}, now).slo.budget_s == 360
+    assert within_time_limit(s, {"timeout_s": 500}, now - 480).slo.budget_s == 0.0
+    later = within_time_limit(s, {"timeout_s": 500}, now - 480)
+    assert later.max_batch == s.max_batch and later.slo.min_queries == s.slo.min_queries
