@@ -170,6 +170,13 @@ def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     # ... and how low it looked: the lowest rate it tried, at or over its floor (min_qps 2)
     tried = [run["target_qps"] for run in none["probes"]]
     assert len(tried) > 1 and row["no_rate_down_to_qps"] == min(tried) >= 2.0
+    # and the least its million output tokens could cost at a rate under that (tokens asked
+    # per request: the cell's output_len; without it, no figure)
+    assert row["no_rate_least_cost_per_million_tokens_usd"] is None
+    record = _record(none)
+    record["axes"]["output_len"] = TOKENS
+    least = table._row(record, prices)["no_rate_least_cost_per_million_tokens_usd"]
+    assert least == pytest.approx(hourly / 3600 / (min(tried) * TOKENS) * 1e6)
     # confirming runs that failed confirm nothing: no goodput, so no queries behind one
     failed = goodput_section(
         TokenSearch(

@@ -243,12 +243,24 @@ def test_a_goodput_reads_its_rate_even_for_a_cell_said_before_and_the_other_devi
     pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
     served = [
         gpu | dict(serving_status="ok"),
-        cpu | dict(serving_status="no_rate", goodput_qps=None, no_rate_down_to_qps=1.622),
+        cpu
+        | dict(
+            serving_status="no_rate",
+            goodput_qps=None,
+            no_rate_down_to_qps=1.622,
+            no_rate_least_cost_per_million_tokens_usd=0.910,
+        ),
     ]
     pd.DataFrame(served).to_csv(tmp_path / "generation.csv", index=False)
     (line,) = generation_lines(tmp_path)
     assert "goodput: cuda 28.7 requests/s at the token bounds (torch_static, 3,628 output " \
            "tokens/s, $0.383 per million output tokens)" in line  # fmt: skip
     assert "goodput: the same cells" not in line
+    said = "no goodput: cpu:16t no_rate down to 1.62 requests/s, so cuda at least 2.38x "
+    assert said + "cheaper per output token at the bounds (tables/generation.md says" in line
+    # without the least cost (an older table), the status alone
+    served[1].pop("no_rate_least_cost_per_million_tokens_usd")
+    pd.DataFrame(served).to_csv(tmp_path / "generation.csv", index=False)
+    (line,) = generation_lines(tmp_path)
     assert "no goodput: cpu:16t no_rate down to 1.62 requests/s (tables/generation.md" in line
     assert "goodput at the token bounds: none" not in line

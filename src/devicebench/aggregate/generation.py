@@ -43,7 +43,8 @@ BOUND = [
     "bandwidth_fraction", "weight_bytes", "kv_cache_bytes",
 ]  # fmt: skip
 GOODPUT = [
-    "serving_status", "serving_message", "no_rate_down_to_qps", "goodput_qps",
+    "serving_status", "serving_message", "no_rate_down_to_qps",
+    "no_rate_least_cost_per_million_tokens_usd", "goodput_qps",
     "goodput_ttft_p99_s", "goodput_tpot_p99_s",
     "goodput_tokens_per_s", "goodput_cost_per_million_tokens_usd", "goodput_queries",
     "goodput_early_stopping_met",
@@ -111,7 +112,7 @@ def _row(record: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
         row["cost_per_million_prompt_tokens_usd"] = price / 3600 / prefill * 1e6
     if joules:
         row["kwh_per_million_tokens"] = joules * 1e6 / JOULES_PER_KWH
-    return row | _goodput(gen.get("serving"), price)
+    return row | _goodput(gen.get("serving"), price, axes.get("output_len"))
 
 
 def one_line(message: str | None) -> str | None:
@@ -123,18 +124,22 @@ def one_line(message: str | None) -> str | None:
     return f"{lines[0]} ... {lines[-1]}"
 
 
-def _goodput(serving: dict[str, Any] | None, price: float) -> dict[str, Any]:
+def _goodput(serving: dict[str, Any] | None, price: float, tokens: Any) -> dict[str, Any]:
     """The goodput columns of a cell that served its model (none: the cell did not)."""
     if not serving:
         return {}
     rate = serving.get("output_tokens_per_s") if serving.get("goodput_qps") else None
+    # no_rate: every rate tried failed, the lowest this one (the search's floor, not zero); a
+    # rate that meets the bounds lies under it, so its million tokens cost more than `least`
+    floor = _lowest_tried(serving) if serving.get("status") == "no_rate" else None
+    least = None
+    if floor and tokens and not math.isnan(price):
+        least = price / 3600 / (floor * float(tokens)) * 1e6
     return {
         "serving_status": serving.get("status"),
         "serving_message": one_line(serving.get("message")),
-        # no_rate: every rate tried failed, the lowest this one (the search's floor, not zero)
-        "no_rate_down_to_qps": _lowest_tried(serving)
-        if serving.get("status") == "no_rate"
-        else None,
+        "no_rate_down_to_qps": floor,
+        "no_rate_least_cost_per_million_tokens_usd": least,
         "goodput_qps": serving.get("goodput_qps"),
         "goodput_ttft_p99_s": serving.get("ttft_p99_s"),
         "goodput_tpot_p99_s": serving.get("tpot_p99_s"),

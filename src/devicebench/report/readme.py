@@ -267,8 +267,23 @@ def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) ->
     said = ", ".join(_search_status(r) for _, r in mine[~found].iterrows())
     why = "tables/generation.md says why"
     if found.any():
-        return [f"no goodput: {said} ({why})"]
+        return [f"no goodput: {said}{_at_least(mine[found], mine[~found])} ({why})"]
     return [f"goodput at the token bounds: none ({said}; {why})"]
+
+
+def _at_least(found: pd.DataFrame, none: pd.DataFrame) -> str:
+    """', so cuda at least 2.38x cheaper per output token at the bounds': a goodput's cost
+    against the least a no_rate search's million tokens could cost under its lowest rate."""
+    cost = pd.to_numeric(found["goodput_cost_per_million_tokens_usd"], errors="coerce")
+    column = "no_rate_least_cost_per_million_tokens_usd"
+    least = pd.to_numeric(none.get(column, pd.Series(dtype=float)), errors="coerce").dropna()
+    if len(found) != 1 or len(least) != len(none) or least.empty or not cost.iloc[0] > 0:
+        return ""
+    ratio = least.min() / cost.iloc[0]
+    return (
+        f", so {found['device_label'].iloc[0]} at least {ratio:,.3g}x cheaper per output token "
+        "at the bounds"
+    )
 
 
 def _search_status(row: pd.Series) -> str:
