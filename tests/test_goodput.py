@@ -266,9 +266,9 @@ def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
 
 
 def test_the_search_gets_what_is_left_of_the_cells_time_limit_after_the_servers_load() -> None:
-    """run_serving cuts the budget twice: before the server starts and after its load and
-    warm-up (a CUDA-graph server compiles each batch bucket: minutes at 8B), a minute kept for
-    the server's stop and the record; never above the config's budget."""
+    """run_serving cuts the budget once the server has loaded and warmed up (a CUDA-graph
+    server compiles each batch bucket: minutes at 8B), a minute kept for the server's stop and
+    the record; never above the config's budget."""
     import time
 
     s = GoodputSettings.from_config({"budget_s": 360})

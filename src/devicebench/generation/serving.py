@@ -251,7 +251,7 @@ def run_serving(
     from devicebench.serving.token_loadgen import prompt_payloads
 
     _free_device(str(settings["device"]))  # the server loads its own copy of the model
-    goodput = within_time_limit(GoodputSettings.from_config(given), settings, started)
+    goodput = GoodputSettings.from_config(given)
     log_dir = Path(settings.get("log_dir") or "generate-logs") / "serving"
     tokens = int(settings["output_len"])
     payloads = prompt_payloads(prompts, tokens)
@@ -268,8 +268,8 @@ def run_serving(
             alone = one_stream(url, payloads[0])
         except (OSError, httpx.HTTPError, IndexError) as error:  # no stream came back whole
             return failed_section("server_failed", f"one stream failed: {error!r}", goodput)
-        # the server's load and warm-up (a CUDA-graph server compiles each batch bucket) and
-        # the one-stream requests took their share of the cell's time limit
+        # the search gets what the server's load and warm-up (a CUDA-graph server compiles
+        # each batch bucket) and the one-stream requests left of the cell's time limit
         goodput = within_time_limit(goodput, settings, started)
         print(f"[generate] serving: one stream {alone}; {goodput.slo}", flush=True)
         if why := over_alone(alone, goodput):

@@ -277,7 +277,7 @@ def _at_least(found: pd.DataFrame, none: pd.DataFrame) -> str:
     cost = pd.to_numeric(found["goodput_cost_per_million_tokens_usd"], errors="coerce")
     column = "no_rate_least_cost_per_million_tokens_usd"
     least = pd.to_numeric(none.get(column, pd.Series(dtype=float)), errors="coerce").dropna()
-    if len(found) != 1 or len(least) != len(none) or least.empty or not cost.iloc[0] > 0:
+    if len(found) != 1 or len(least) != len(none) or not cost.iloc[0] > 0:
         return ""
     ratio = least.min() / cost.iloc[0]
     return (
