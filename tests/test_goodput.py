@@ -13,10 +13,11 @@ from devicebench.aggregate import generation as table
 from devicebench.generation.serving import (
     GoodputSettings,
     TokenSearch,
+    check_serving,
     failed_section,
+    for_cell,
     goodput_section,
     over_alone,
-    selected,
     within_time_limit,
 )
 
@@ -218,13 +219,45 @@ def test_one_stream_over_a_bound_means_no_rate_without_loadgen() -> None:
     assert "median TTFT 2500 ms" in over_alone({"qps": 0.1, "ttft_s": 2.5, "tpot_s": 0.0}, s)
 
 
-def test_cells_selectors_pick_the_cells_that_serve() -> None:
+def test_cells_selectors_pick_the_cells_that_serve_and_their_own_settings() -> None:
     cell = {"model": "llama-8b", "device": "cpu", "prompt_len": 1024, "batch_size": 1}
-    assert selected(cell, {})  # no selectors: every cell of the task
-    given = {"cells": [{"prompt_len": 1024, "device": "cuda"}, {"model": "llama-1b"}]}
-    assert not selected(cell, given)
-    assert selected(cell | {"device": "cuda"}, given)
-    assert GoodputSettings.from_config(given) == GoodputSettings.from_config({})
+    assert for_cell(cell, {"max_batch": 16}) == {"max_batch": 16}  # no selectors: every cell
+    given = {
+        "max_batch": 16,
+        "probe_s": 10,
+        "cells": [
+            {
+                "prompt_len": 1024,
+                "device": "cuda",
+                "model": "llama-1b",
+                "settings": {"max_batch": 32},
+            },
+            {"prompt_len": 1024, "device": "cuda"},
+            {"model": "llama-1b"},
+        ],
+    }
+    assert for_cell(cell, given) is None
+    eight = for_cell(cell | {"device": "cuda"}, given)
+    assert eight == {"max_batch": 16, "probe_s": 10}
+    one = for_cell(cell | {"device": "cuda", "model": "llama-1b"}, given)
+    assert one == {"max_batch": 32, "probe_s": 10}  # the first selector that picks it
+    assert GoodputSettings.from_config(one).max_batch == 32
+    assert GoodputSettings.from_config(eight).max_batch == 16
+    check_serving(given)
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ({"model": "llama-1b", "settings": {"max_batch": 0}}, "max_batch must be a whole number"),
+        ({"model": "llama-1b", "settings": {"batch": 32}}, "unknown generate.serving setting"),
+        ({"model": "llama-1b", "settings": [32]}, "is not axis -> value"),
+        ("llama-1b", "is not axis -> value"),
+    ],
+)
+def test_a_wrong_selector_is_a_config_error(rule, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        check_serving({"max_batch": 16, "cells": [rule]})
 
 
 def test_the_best_rows_take_the_highest_goodput_among_cells_that_served() -> None:
@@ -250,6 +283,7 @@ def test_the_best_rows_take_the_highest_goodput_among_cells_that_served() -> Non
         ({"tpot_ms": 100}, ["tpot_ms"]),
         ({"ttft_p99_ms": -5}, ["ttft_p99_ms", "-5"]),
         ({"cells": [{"prompt_length": 1024}]}, ["prompt_length"]),
+        ({"cells": [{"prompt_len": 32, "settings": {"max_batch": 0}}]}, ["max_batch", "0"]),
     ],
 )
 def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
@@ -263,6 +297,9 @@ def test_serving_settings_are_checked_before_any_cell(serving, words) -> None:
         assert word in str(caught.value), str(caught.value)
     config["tasks"]["textgen_llm"]["generate"]["serving"] = {"cells": [{"prompt_len": 32}]}
     check_config(config)  # a well-formed block passes
+    own = {"prompt_len": 32, "settings": {"max_batch": 32}}
+    config["tasks"]["textgen_llm"]["generate"]["serving"] = {"max_batch": 16, "cells": [own]}
+    check_config(config)  # and one whose selector has its own settings
 
 
 def test_the_search_gets_what_is_left_of_the_cells_time_limit_after_the_servers_load() -> None:

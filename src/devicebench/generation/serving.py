@@ -10,7 +10,7 @@ bisect, confirm; a VALID run also has no failed stream); the start rate is one s
 no_rate without a LoadGen run. `min_queries` may go under the 459 queries of LoadGen's
 early-stopping estimate, which take minutes at a few requests/s: such a run is judged on the
 p99 of its own queries (serving.slo). `cells` selectors (axis -> value), when given, pick the cells
-that serve.
+that serve; a selector's `settings` (e.g. `max_batch`) override the task's for the cells it picks.
 
 The record's `generation.serving`: `goodput_qps` (the median scheduled rate of the confirming
 runs), their p99 TTFT and TPOT and output tokens/s, every run, and `status`: ok, or what
@@ -52,7 +52,7 @@ class GoodputSettings:
     @classmethod
     def from_config(cls, given: Mapping[str, Any] | None) -> GoodputSettings:
         """From `generate.serving`; ValueError naming an unknown key or a bound not above 0."""
-        given = {k: v for k, v in (given or {}).items() if k != "cells"}  # selected() reads it
+        given = {k: v for k, v in (given or {}).items() if k != "cells"}  # for_cell() reads it
         own = {f.name for f in fields(cls)} - {"slo"}
         searched = {f.name for f in fields(SloSettings)} - {"p99_bound_ms"}
         unknown = sorted(set(given) - own - searched)
@@ -204,13 +204,34 @@ def over_alone(alone: dict[str, float], s: GoodputSettings) -> str | None:
     return None
 
 
-def selected(settings: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
-    """Whether `generate.serving` serves this cell: one of its `cells` selectors (axis ->
-    value, as in `exclude`) picks it, or it has none."""
+def for_cell(settings: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`generate.serving` for this cell, or None when it does not serve: the first of its
+    `cells` selectors (axis -> value, as in `exclude`) that picks it, its `settings` laid over
+    the task's; with no selectors every cell serves."""
+    shared = {k: v for k, v in given.items() if k != "cells"}
     rules = given.get("cells")
     if not rules:
-        return True
-    return any(all(settings.get(k) == v for k, v in rule.items()) for rule in rules)
+        return shared
+    for rule in rules:
+        axes = {k: v for k, v in rule.items() if k != "settings"}
+        if all(settings.get(k) == v for k, v in axes.items()):
+            return shared | dict(rule.get("settings") or {})
+    return None
+
+
+def check_serving(given: Mapping[str, Any]) -> None:
+    """A config error before any cell: a setting the search does not know, or a `cells`
+    selector that is not axis -> value or whose `settings` (laid over the task's) are wrong."""
+    shared = {k: v for k, v in given.items() if k != "cells"}
+    GoodputSettings.from_config(shared)
+    for rule in given.get("cells") or []:
+        own = rule.get("settings") if isinstance(rule, Mapping) else None
+        if not isinstance(rule, Mapping) or not isinstance(own or {}, Mapping):
+            raise ValueError(
+                f"generate.serving.cells: {rule!r} is not axis -> value with optional "
+                "settings (a mapping)"
+            )
+        GoodputSettings.from_config(shared | dict(own or {}))
 
 
 def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> list[str]:

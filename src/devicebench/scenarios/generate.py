@@ -52,11 +52,11 @@ class Generate(Scenario):
         result = run_generate(dict(settings), dataset)
         serving = generate_settings(settings).get("serving")
         if serving is not None:  # the config asks for the model behind the server
-            from devicebench.generation.serving import run_serving, selected
+            from devicebench.generation.serving import for_cell, run_serving
 
-            if selected(settings, serving):
+            if (own := for_cell(settings, serving)) is not None:
                 launcher = self.launcher(settings, GenerateServerLauncher)
-                given = (settings, dataset["prompts"], serving, started, launcher)
+                given = (settings, dataset["prompts"], own, started, launcher)
                 result["generation"]["serving"] = run_serving(*given)
         result["environment"] = environment.capture(int(settings["threads_resolved"]))
         return result

@@ -222,9 +222,9 @@ class TextgenLlm(Workload):
         setting the goodput search does not know, is a config error."""
         serving = (task_settings.get("generate") or {}).get("serving")
         if serving is not None:
-            from devicebench.generation.serving import GoodputSettings
+            from devicebench.generation.serving import check_serving
 
-            GoodputSettings.from_config(serving)
+            check_serving(serving)
         models = task_settings.get("models", self.spec.models)
         for prompt in task_settings.get("prompt_lens", self.spec.axes["prompt_len"][:1]):
             for output in task_settings.get("output_lens", self.spec.axes["output_len"][:1]):
