@@ -317,3 +317,29 @@ def test_the_search_gets_what_is_left_of_the_cells_time_limit_after_the_servers_
     assert within_time_limit(s, {"timeout_s": 500}, now - 480).slo.budget_s == 0.0
     later = within_time_limit(s, {"timeout_s": 500}, now - 480)
     assert later.max_batch == s.max_batch and later.slo.min_queries == s.slo.min_queries
+
+
+def test_a_search_out_of_budget_names_the_confirming_runs_it_met_and_missed() -> None:
+    """Machine 12's 8B: a confirming run at the bracket missed the bound, one under it met it,
+    and the second run under it did not fit the budget: the message says all three."""
+    spent = [0.0]
+
+    def server(qps: float, seconds: float, queries: int, number: int) -> dict:
+        spent[0] += seconds
+        bound = 10.0 if seconds < 5 else 9.5  # a longer run sees more of the queue
+        run = model_server(1e6, [])(qps, seconds, queries, number)
+        met = qps <= bound
+        ttft = 1000.0 if met else 2500.0
+        return run | {"valid": met, "validity": "VALID" if met else "INVALID",
+                      "latency_met": met, "ttft_ms": {"p50": ttft / 2, "p99": ttft}}  # fmt: skip
+
+    s = _settings(min_queries=1, confirm_runs=2, confirm_s=10.0, max_probes=8, budget_s=36)
+    found = TokenSearch(s, server, clock=lambda: spent[0]).run(4.0)
+    section = goodput_section(found, s)
+    assert section["status"] == "over_budget" and section["goodput_qps"] is None
+    assert [run["valid"] for run in section["confirms"]] == [False, True]
+    missed, met = (f"{run['target_qps']:.4g}" for run in section["confirms"])
+    assert section["message"].startswith(
+        f"confirming run(s) INVALID (p99 TTFT <= 2000 ms and p99 TPOT <= 100 ms) at {missed} "
+        f"QPS; VALID at {met} QPS; then a confirm at {met} QPS"
+    ), section["message"]

@@ -29,6 +29,7 @@ import pandas as pd
 from devicebench.aggregate import noise, serving_best
 from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
+from devicebench.aggregate.outranked import mark_outranked
 from devicebench.aggregate.quality_gate import unverified_reason
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
@@ -69,6 +70,7 @@ COLUMNS = [
     "cpu_machine",
     "gpu_machine",
     "crosses_machines",
+    "outranked",  # a device's pick beaten by its pick of this work on another machine
     "finding",
 ]
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}
@@ -127,7 +129,7 @@ def _best_of(cells: pd.DataFrame, prices: dict[str, Any] | None) -> pd.DataFrame
             rows.append(_pair(where, pick, column, group, cells))
     for cpu_machine, gpu_machine in declared_pairs(prices or {}):
         rows += _declared_rows(ok, cells, cpu_machine, gpu_machine)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return mark_outranked(pd.DataFrame(rows, columns=COLUMNS))
 
 
 def _declared_rows(

@@ -20,6 +20,7 @@ MODE_WORDS = {
     "serve": ("per request", "confirming runs"),
     "generate": ("per request", "repetitions"),  # one request: its prompt and output tokens
 }
+OUTRANKED = "not each device at its best"  # a pair whose device ran a lesser pick
 
 
 def label(row: dict[str, Any]) -> str:
@@ -77,6 +78,9 @@ def finding(row: dict[str, Any]) -> str:
         parts.append(util)
     if _text(row.get("quality")):
         parts.append(_text(row.get("quality")))
+    if row.get("outranked") is True:  # aggregate.outranked's note says where the better pick ran
+        note = _text(row.get("note"))
+        parts.append(note[note.find(OUTRANKED) :] if OUTRANKED in note else OUTRANKED)
     if row.get("crosses_machines") is True:
         parts.append(
             f"crosses machines (CPU on {row.get('cpu_machine')}, GPU on {row.get('gpu_machine')})"

@@ -121,9 +121,13 @@ def too_close(row: pd.Series) -> bool:
 
 
 def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
-    """The rows the verdict shows: pick == cheapest; rows with both devices first, then in task
-    and mode order. `label` names the row (its model too where the task has several)."""
-    rows = labelled(best[best["pick"].astype(str).eq("cheapest")])
+    """The rows the verdict shows: pick == cheapest, none outranked (a device's pick beaten on
+    another machine); rows with both devices first, then in task and mode order. `label` names
+    the row (its model too where the task has several)."""
+    rows = best[best["pick"].astype(str).eq("cheapest")]
+    if "outranked" in rows:  # a pair without each device at its best (aggregate.outranked)
+        rows = rows[~rows["outranked"].astype("boolean").fillna(False).astype(bool)]
+    rows = labelled(rows)
     rows["_unpaired"] = rows["cost_ratio"].isna()
     keys = [k for k in ("task", "mode", "model", "work", "boot_id", "code_version") if k in rows]
     return rows.sort_values(["_unpaired", *keys], kind="stable", na_position="last")

@@ -156,11 +156,13 @@ class Search:
             low, high = self._bisect(low, high)
             return self._confirm(low, high)
         except _Budget as why:
-            failed = [run for run in self.confirms if not run_valid(run)]
-            before = ""
-            if failed:  # what the time went to: confirming runs that missed the bound
-                rates = ", ".join(f"{run['target_qps']:.4g}" for run in failed)
-                before = f"confirming run(s) INVALID ({self.bound_text()}) at {rates} QPS; then "
+            before = ""  # what the time went to: the confirming runs, missed and met
+            for valid in (False, True):
+                rates = [f"{r['target_qps']:.4g}" for r in self.confirms if run_valid(r) == valid]
+                head = f"confirming run(s) {'' if valid else 'IN'}VALID ({self.bound_text()})"
+                head = "VALID" if valid and before else head
+                before += f"{head} at {', '.join(rates)} QPS; " if rates else ""
+            before += "then " if before else ""
             return self._section("over_budget", before + str(why))
         except _Failed as why:
             return self._section("loadgen_failed", str(why))
