@@ -221,6 +221,8 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> N
     folder = tmp_path / "data"
     prepare_dataset("nietzsche", "synthetic", folder, train_samples=64, test_samples=32, seed=3)
     serving = {"start_qps": 40, "max_qps": 40, "probe_s": 1, "confirm_s": 1, "confirm_runs": 1}
+    # the cell's selector lays its own settings over the task's (config/h200.yaml's 1B GPU)
+    serving["cells"] = [{"model": "llama-tiny", "settings": {"max_batch": 2}}]
     command = [
         sys.executable, str(REPO / "scripts" / "run_cell.py"), "task=textgen_llm",
         "model=llama-tiny", "mode=generate", "batch_size=2", "threads=1", "repetitions=1",
@@ -238,6 +240,7 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> N
     assert served["ttft_p99_s"] <= 2.0 and served["tpot_p99_s"] <= 0.1
     assert served["early_stopping_met"] is True and served["queries"][0] >= 459
     assert served["server"]["counts"]["ok"] >= sum(p["queries"] for p in served["probes"])
+    assert served["settings"]["max_batch"] == 2 and served["server"]["limits"]["max_batch"] == 2
     row = generation_table([tmp_path / "cell.json"], {"cpu": {"per_vcpu_hour": 0.05}}).iloc[0]
     assert row["goodput_qps"] == served["goodput_qps"]
     assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(
