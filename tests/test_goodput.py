@@ -340,6 +340,6 @@ def test_a_search_out_of_budget_names_the_confirming_runs_it_met_and_missed() ->
     assert [run["valid"] for run in section["confirms"]] == [False, True]
     missed, met = (f"{run['target_qps']:.4g}" for run in section["confirms"])
     assert section["message"].startswith(
-        f"confirming run(s) INVALID (p99 TTFT <= 2000 ms and p99 TPOT <= 100 ms) at {missed} "
-        f"QPS; VALID at {met} QPS; then a confirm at {met} QPS"
+        "confirming run(s) (p99 TTFT <= 2000 ms and p99 TPOT <= 100 ms): INVALID at "
+        f"{missed} QPS; VALID at {met} QPS; then a confirm at {met} QPS"
     ), section["message"]

@@ -97,7 +97,7 @@ def test_a_confirm_out_of_budget_after_an_invalid_run_says_both(tmp_path):
                           min_qps=10.0, budget_s=6.0)  # fmt: skip
     assert found["status"] == "over_budget" and found["max_valid_qps"] is None
     assert [run["target_qps"] for run in found["confirms"]] == [200.0]
-    assert found["message"].startswith("confirming run(s) INVALID (p99 <= 150 ms) at 200 QPS")
+    assert found["message"].startswith("confirming run(s) (p99 <= 150 ms): INVALID at 200 QPS")
     assert "would pass the search's budget_s 6" in found["message"]
 
 

@@ -22,16 +22,15 @@ such a run counts VALID when LoadGen's latency check (the p99 of the queries it 
 its `judged_on` says so, and the section's `early_stopping_met` stays false.
 
 Sweep: `confirm: best` (or confirm_runs 0) makes a replica or thread sweep cell run the probes
-alone; the workflow's confirm step (serving.sweep_choice, scripts/confirm_serve.py) then confirms
-each device's best sweep cell per model, starting from its probe rate (plan.confirm: the confirm
-step's own settings, confirm_probes and confirm_budget_s, never reach a sweep cell).
+alone; the confirm step (serving.sweep_choice, scripts/confirm_serve.py) confirms each device's
+best sweep cell per model from its probe rate (its own settings never reach a sweep cell).
 
 Never a made-up rate: the section's `status` says what happened: ok; probed (a sweep cell: its
-probes' rate in `probe_qps`, no verdict); no_rate (INVALID
-down to `min_qps`); not_confirmed (every attempt had an INVALID run); over_budget (the next
-run would pass `budget_s`, the cell's share of its time limit); loadgen_failed (LoadGen raised
-or wrote no verdict). Every run, probes included, stays in the section: the chart of p99
-against offered rate is drawn from them.
+probes' rate in `probe_qps`, no verdict); no_rate (INVALID down to `min_qps`); not_confirmed
+(every attempt had an INVALID run); over_budget (the next run would pass `budget_s`, the cell's
+share of its time limit; the message names the confirming runs missed and met); loadgen_failed
+(LoadGen raised or wrote no verdict). Every run, probes included, stays in the section: the
+chart of p99 against offered rate is drawn from them.
 """
 
 from __future__ import annotations
@@ -156,13 +155,12 @@ class Search:
             low, high = self._bisect(low, high)
             return self._confirm(low, high)
         except _Budget as why:
-            before = ""  # what the time went to: the confirming runs, missed and met
-            for valid in (False, True):
-                rates = [f"{r['target_qps']:.4g}" for r in self.confirms if run_valid(r) == valid]
-                head = f"confirming run(s) {'' if valid else 'IN'}VALID ({self.bound_text()})"
-                head = "VALID" if valid and before else head
-                before += f"{head} at {', '.join(rates)} QPS; " if rates else ""
-            before += "then " if before else ""
+            ran = [  # what the time went to: the confirming runs, missed and met
+                (word, [f"{r['target_qps']:.4g}" for r in self.confirms if run_valid(r) == valid])
+                for valid, word in ((False, "INVALID"), (True, "VALID"))
+            ]
+            said = "; ".join(f"{word} at {', '.join(rates)} QPS" for word, rates in ran if rates)
+            before = f"confirming run(s) ({self.bound_text()}): {said}; then " if said else ""
             return self._section("over_budget", before + str(why))
         except _Failed as why:
             return self._section("loadgen_failed", str(why))
