@@ -43,9 +43,9 @@ def mark_outranked(table: pd.DataFrame) -> pd.DataFrame:
             why = [_beaten(table.loc[index], rows.drop(index), side) for side in DEVICE_NAMES]
             why = [w for w in why if w]
             if why:
-                notes = [str(table.at[index, "note"]) if _given(table.at[index, "note"]) else ""]
+                note = table.at[index, "note"]
                 why = f"{OUTRANKED}: {'; '.join(why)}; out of the verdict"
-                table.at[index, "note"] = "; ".join(n for n in [*notes, why] if n)
+                table.at[index, "note"] = f"{note}; {why}" if _given(note) else why
                 table.at[index, "outranked"] = True
                 table.at[index, "finding"] = finding(table.loc[index].to_dict())
     return table

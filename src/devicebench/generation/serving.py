@@ -55,7 +55,7 @@ class GoodputSettings:
     @classmethod
     def from_config(cls, given: Mapping[str, Any] | None) -> GoodputSettings:
         """From `generate.serving`; ValueError naming an unknown key or a bound not above 0."""
-        given = {k: v for k, v in (given or {}).items() if k != "cells"}  # for_cell() reads it
+        given = _shared(given or {})  # the `cells` selectors are for_cell()'s
         own = {f.name for f in fields(cls)} - {"slo"}
         searched = {f.name for f in fields(SloSettings)} - {"p99_bound_ms"}
         unknown = sorted(set(given) - own - searched)
@@ -211,7 +211,7 @@ def for_cell(settings: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str,
     """`generate.serving` for this cell, or None when it does not serve: the first of its
     `cells` selectors (axis -> value, as in `exclude`) that picks it, its `settings` laid over
     the task's; with no selectors every cell serves."""
-    shared = {k: v for k, v in given.items() if k != "cells"}
+    shared = _shared(given)
     rules = given.get("cells")
     if not rules:
         return shared
@@ -225,7 +225,7 @@ def for_cell(settings: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str,
 def check_serving(given: Mapping[str, Any]) -> None:
     """A config error before any cell: a setting the search does not know, or a `cells`
     selector that is not axis -> value or whose `settings` (laid over the task's) are wrong."""
-    shared = {k: v for k, v in given.items() if k != "cells"}
+    shared = _shared(given)
     GoodputSettings.from_config(shared)
     for rule in given.get("cells") or []:
         own = rule.get("settings") if isinstance(rule, Mapping) else None
@@ -235,6 +235,11 @@ def check_serving(given: Mapping[str, Any]) -> None:
                 "settings (a mapping)"
             )
         GoodputSettings.from_config(shared | dict(own or {}))
+
+
+def _shared(given: Mapping[str, Any]) -> dict[str, Any]:
+    """`generate.serving`'s settings for every cell it serves: all but its `cells` selectors."""
+    return {k: v for k, v in given.items() if k != "cells"}
 
 
 def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> list[str]:
