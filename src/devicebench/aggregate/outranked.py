@@ -12,15 +12,14 @@ variance (noise.LEASE_VARIANCE), which machine-to-machine noise alone can explai
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from devicebench.aggregate.noise import LEASE_VARIANCE
-from devicebench.aggregate.values import key_text
+from devicebench.aggregate.serving_best import DEVICES
+from devicebench.aggregate.values import key_text, number_or_none
 from devicebench.aggregate.verdict_words import OUTRANKED, finding
 
 SAME_WORK = ["task", "mode", "model", "work", "pick"]
-DEVICE_NAMES = {"cpu": "cpu", "gpu": "cuda"}
 
 
 def mark_outranked(table: pd.DataFrame) -> pd.DataFrame:
@@ -40,7 +39,7 @@ def mark_outranked(table: pd.DataFrame) -> pd.DataFrame:
         if rows["boot_id"].map(key_text).nunique() < 2:
             continue
         for index in rows.index:
-            why = [_beaten(table.loc[index], rows.drop(index), side) for side in DEVICE_NAMES]
+            why = [_beaten(table.loc[index], rows.drop(index), side) for side in DEVICES]
             why = [w for w in why if w]
             if why:
                 note = table.at[index, "note"]
@@ -55,9 +54,9 @@ def _beaten(row: pd.Series, others: pd.DataFrame, side: str) -> str | None:
     """Why `row`'s `side` pick is not that device's best for this work, or None."""
     cost = str(row["pick"]) == "cheapest"
     column = f"{side}_usd_per_million" if cost else f"{side}_samples_per_s"
-    mine = pd.to_numeric(pd.Series([row.get(column)]), errors="coerce").iloc[0]
+    mine = number_or_none(row.get(column))
     values = pd.to_numeric(others[column], errors="coerce")
-    if np.isnan(mine) or mine <= 0 or values.dropna().empty:
+    if mine is None or mine <= 0 or values.dropna().empty:
         return None
     best = values.idxmin() if cost else values.idxmax()
     factor = mine / values[best] if cost else values[best] / mine
@@ -66,7 +65,7 @@ def _beaten(row: pd.Series, others: pd.DataFrame, side: str) -> str | None:
     where = key_text(others.at[best, "boot_id"])[:8]
     how = "cheaper" if cost else "faster"
     return (
-        f"{DEVICE_NAMES[side]}'s pick on boot {where} "
+        f"{DEVICES[side]}'s pick on boot {where} "
         f"({others.at[best, f'{side}_config']}) is {factor:.3g}x {how}"
     )
 

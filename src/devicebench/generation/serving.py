@@ -37,7 +37,8 @@ DEFAULT_TPOT_MS = 100.0  # and p99 TPOT
 START_REQUESTS = 3  # one-stream requests that set the search's start rate
 ONE_STREAM_S = 10.0  # no further one-stream request after this long
 # after the search: the last run's queue drains, the server stops (10 s, then killed) and the
-# record is written; machine 12's 8B cell took under 1 s from its search's end to its record
+# record is written; machine 12's 8B cell took 1.7 s from its last LoadGen run's end (its
+# mlperf_log_detail) to its worker's exit (the record's marks)
 STOP_RESERVE_S = 30.0
 
 
@@ -209,15 +210,16 @@ def over_alone(alone: dict[str, float], s: GoodputSettings) -> str | None:
 
 def for_cell(settings: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any] | None:
     """`generate.serving` for this cell, or None when it does not serve: the first of its
-    `cells` selectors (axis -> value, as in `exclude`) that picks it, its `settings` laid over
-    the task's; with no selectors every cell serves."""
+    `cells` selectors (axis -> value, matched as `exclude` is) that picks it, its `settings`
+    laid over the task's; with no selectors every cell serves."""
+    from devicebench.plan.grid import matches
+
     shared = _shared(given)
     rules = given.get("cells")
     if not rules:
         return shared
     for rule in rules:
-        axes = {k: v for k, v in rule.items() if k != "settings"}
-        if all(settings.get(k) == v for k, v in axes.items()):
+        if matches({k: v for k, v in rule.items() if k != "settings"}, settings):
             return shared | dict(rule.get("settings") or {})
     return None
 
@@ -228,13 +230,13 @@ def check_serving(given: Mapping[str, Any]) -> None:
     shared = _shared(given)
     GoodputSettings.from_config(shared)
     for rule in given.get("cells") or []:
-        own = rule.get("settings") if isinstance(rule, Mapping) else None
-        if not isinstance(rule, Mapping) or not isinstance(own or {}, Mapping):
+        own = (rule.get("settings") or {}) if isinstance(rule, Mapping) else None
+        if not isinstance(own, Mapping):
             raise ValueError(
                 f"generate.serving.cells: {rule!r} is not axis -> value with optional "
                 "settings (a mapping)"
             )
-        GoodputSettings.from_config(shared | dict(own or {}))
+        GoodputSettings.from_config(shared | dict(own))
 
 
 def _shared(given: Mapping[str, Any]) -> dict[str, Any]:
