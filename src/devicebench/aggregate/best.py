@@ -31,6 +31,7 @@ from devicebench.aggregate.collect import extra_axis_columns, format_value
 from devicebench.aggregate.machines import declared_pairs
 from devicebench.aggregate.outranked import mark_outranked
 from devicebench.aggregate.quality_gate import unverified_reason
+from devicebench.aggregate.stale_confirm import mark_stale_confirms
 from devicebench.aggregate.values import key_text as _text
 from devicebench.aggregate.values import number_or_none as _number
 from devicebench.aggregate.verdict_words import finding
@@ -90,7 +91,7 @@ def best_table(cells: pd.DataFrame, prices: dict[str, Any] | None = None) -> pd.
     table = _best_of(cells[~serve], prices)
     extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
     served = serving_best.serve_rows(cells[serve], lambda c: config_name(c, extras), COLUMNS)
-    served = _worded(served)
+    served = mark_stale_confirms(_worded(served), cells[serve], lambda c: config_name(c, extras))
     if served.empty:
         return table
     return served if table.empty else pd.concat([table, served], ignore_index=True)

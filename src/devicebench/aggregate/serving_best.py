@@ -40,7 +40,7 @@ PREDATES_NOTE = (
 # the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
 SLO_CELL_COLUMNS = (
     "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
-    "confirmed_cell", "run_qps_low", "run_qps_high",
+    "confirmed_cell", "run_qps_low", "run_qps_high", "probe_qps",
 )  # fmt: skip
 CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
 ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
@@ -77,6 +77,7 @@ def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
         "inprocess_ratio": serving.get("inprocess_ratio"),
         "slo_role": slo_role(record),
         "confirmed_cell": confirm.get("chosen_cell"),
+        "probe_qps": found.get("probe_qps"),  # a sweep cell's: what stale_confirm compares
         **_run_span(found.get("run_qps")),
     }
 

@@ -81,7 +81,6 @@ def _slo_row(record: Mapping[str, Any], prices: dict[str, Any]) -> dict[str, Any
         "duration_s": found.get("duration_s"),
         "queries_min": min(queries) if queries else None,
         "early_stopping_met": found.get("early_stopping_met"),
-        "probe_qps": found.get("probe_qps"),
         "probes": len(found.get("probes") or []) if found else None,
         "closed_loop_rps": (serving.get("pool") or {}).get("requests_per_s"),
         "inprocess_samples_per_s": yardstick.get("samples_per_s"),
