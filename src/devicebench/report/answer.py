@@ -297,8 +297,8 @@ def answer(
             continue
         unpaired = mine[mine["cost_ratio"].isna()]
         notes = caveats(paired, by_id)
-        if not unpaired.empty:
-            notes.append(f"no pair for {', '.join(unpaired['label'])}")
+        if not unpaired.empty:  # the main caveat: the verdict counts the paired rows alone
+            notes.insert(0, f"no pair for {', '.join(unpaired['label'])}")
         out.append(
             ClassAnswer(
                 kind.key,
