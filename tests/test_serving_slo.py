@@ -87,7 +87,10 @@ def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
                         confirm_runs=3, confirm_attempts=3, backoff=0.5, min_qps=15.0)  # fmt: skip
     assert found["status"] == "not_confirmed"
     assert [run["target_qps"] for run in found["confirms"]] == [40.0, 20.0]
-    assert found["message"].endswith("in each of 2 attempt(s)"), found["message"]
+    assert (
+        found["message"]
+        == "a confirming run INVALID (p99 <= 5 ms) in each of 2 attempt(s): at 40, 20 QPS"
+    ), found["message"]
 
 
 def test_a_confirm_out_of_budget_after_an_invalid_run_says_both(tmp_path):

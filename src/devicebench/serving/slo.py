@@ -212,9 +212,9 @@ class Search:
             why = "confirm: best" if self.s.confirm == "best" else "confirm_runs 0"
             note = f"probes only ({why}): {self._found(low, high, low)}"
             return self._section("probed", note, probe_qps=low)
-        qps, runs, attempts = low, [], 0
-        while attempts < self.s.confirm_attempts:
-            attempts += 1
+        qps, runs, tried = low, [], []  # each attempt's rate
+        while len(tried) < self.s.confirm_attempts:
+            tried.append(qps)
             runs = []
             for _ in range(self.s.confirm_runs):  # one INVALID run fails the attempt: back off
                 runs.append(self._run(qps, self.s.confirm_s, "confirm"))
@@ -232,8 +232,8 @@ class Search:
             qps = lower
         return self._section(
             "not_confirmed",
-            f"a confirming run INVALID at {runs[-1]['target_qps']:.4g} QPS ({self.bound_text()}) "
-            f"in each of {attempts} attempt(s)",
+            f"a confirming run INVALID ({self.bound_text()}) in each of {len(tried)} attempt(s): "
+            f"at {', '.join(f'{rate:.4g}' for rate in tried)} QPS",
             confirm_runs=runs,
         )
 
