@@ -13,6 +13,7 @@ from devicebench.aggregate import analysis
 from devicebench.aggregate.best import best_table
 from devicebench.aggregate.collect import collect_records
 from devicebench.aggregate.pricing import load_prices
+from devicebench.report.answer import answer
 from devicebench.report.verdict import verdict_rows
 
 pytestmark = pytest.mark.fast
@@ -22,9 +23,14 @@ SERVING = REPO / "results/published/h200_serving/cells"
 LATER_SWEEP = "d4fc2c85"  # machine 6: serve-mobilenetv2-sweep-more
 
 
+def _cells(paths: list[Path]):
+    return analysis.add_analysis(
+        collect_records(paths), load_prices(REPO / "config/prices.yaml"), "cpu"
+    )
+
+
 def _best(paths: list[Path]):
-    prices = load_prices(REPO / "config/prices.yaml")
-    return best_table(analysis.add_analysis(collect_records(paths), prices, "cpu"))
+    return best_table(_cells(paths))
 
 
 def _records(root: Path) -> list[Path]:
@@ -50,6 +56,10 @@ def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict() -> Non
     # MobileNetV2 shows as machine 6's sweep alone: no verdict, and why
     said = shown.loc[shown["model"].eq("mobilenetv2"), "note"]
     assert len(said) == 1 and "sweep probes only, no confirm record" in said.iloc[0]
+    # the answer's serving line counts the two pairs, and its main caveat names the third model
+    line = next(a for a in answer(rows, _cells(_records(SERVING))) if a.key == "serving_bound")
+    assert line.verdict.startswith("GPU cheaper in all 2")
+    assert line.caveat == "no pair for serve_image serve (mobilenetv2)"
 
 
 def test_without_the_later_sweep_the_confirmed_pair_stands(tmp_path) -> None:
