@@ -90,8 +90,12 @@ def best_table(cells: pd.DataFrame, prices: dict[str, Any] | None = None) -> pd.
     serve = serving_best.is_serve(cells)
     table = _best_of(cells[~serve], prices)
     extras = [c for c in extra_axis_columns(cells) if c not in GROUP]
-    served = serving_best.serve_rows(cells[serve], lambda c: config_name(c, extras), COLUMNS)
-    served = mark_stale_confirms(_worded(served), cells[serve], lambda c: config_name(c, extras))
+
+    def name(cell: pd.Series) -> str:
+        return config_name(cell, extras)
+
+    served = serving_best.serve_rows(cells[serve], name, COLUMNS)
+    served = mark_stale_confirms(_worded(served), cells[serve], name)
     if served.empty:
         return table
     return served if table.empty else pd.concat([table, served], ignore_index=True)

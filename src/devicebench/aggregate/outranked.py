@@ -42,12 +42,18 @@ def mark_outranked(table: pd.DataFrame) -> pd.DataFrame:
             why = [_beaten(table.loc[index], rows.drop(index), side) for side in DEVICES]
             why = [w for w in why if w]
             if why:
-                note = table.at[index, "note"]
-                why = f"{OUTRANKED}: {'; '.join(why)}; out of the verdict"
-                table.at[index, "note"] = f"{note}; {why}" if _given(note) else why
-                table.at[index, "outranked"] = True
-                table.at[index, "finding"] = finding(table.loc[index].to_dict())
+                mark_row(table, index, why, "out of the verdict")
     return table
+
+
+def mark_row(table: pd.DataFrame, index: object, reasons: list[str], outcome: str) -> None:
+    """Mark `table`'s row `index` outranked, in place: its note gains the reasons and the
+    outcome, its finding is worded again (stale_confirm marks serve rows the same way)."""
+    note = table.at[index, "note"]
+    why = f"{OUTRANKED}: {'; '.join(reasons)}; {outcome}"
+    table.at[index, "note"] = f"{note}; {why}" if _given(note) else why
+    table.at[index, "outranked"] = True
+    table.at[index, "finding"] = finding(table.loc[index].to_dict())
 
 
 def _beaten(row: pd.Series, others: pd.DataFrame, side: str) -> str | None:

@@ -19,10 +19,10 @@ from collections.abc import Callable
 import pandas as pd
 
 from devicebench.aggregate.noise import LEASE_VARIANCE
+from devicebench.aggregate.outranked import mark_row
 from devicebench.aggregate.serving_best import DEVICES, ROLES
-from devicebench.aggregate.values import key_text
-from devicebench.aggregate.verdict_words import OUTRANKED, finding
-from devicebench.serving.sweep_choice import BY_COST, BY_RATE
+from devicebench.aggregate.values import key_text, number_or_none
+from devicebench.serving.sweep_choice import Candidate, choose, score
 
 SAME_SWEEP = ["task", "model", "device", "p99_bound_ms"]
 
@@ -44,11 +44,7 @@ def mark_stale_confirms(
         why = [_beaten(row, side, by_id, sweeps, name) for side in DEVICES]
         why = [w for w in why if w]
         if why:
-            note = rows.at[index, "note"]
-            why = f"{OUTRANKED}: {'; '.join(why)}; out of the verdict until it is confirmed"
-            rows.at[index, "note"] = f"{note}; {why}" if isinstance(note, str) and note else why
-            rows.at[index, "outranked"] = True
-            rows.at[index, "finding"] = finding(rows.loc[index].to_dict())
+            mark_row(rows, index, why, "out of the verdict until it is confirmed")
     return rows
 
 
@@ -69,20 +65,31 @@ def _beaten(
     same = sweeps
     for column in SAME_SWEEP:
         same = same[same[column].map(key_text).eq(key_text(by_id.at[chosen, column]))]
-    rates = pd.to_numeric(same["probe_qps"], errors="coerce")
-    prices = pd.to_numeric(same["price_per_hour"], errors="coerce")
-    rated = same[(rates > 0) & same["status"].eq("ok")].index
-    if chosen not in set(same.loc[rated, "cell_id"]) or len(rated) < 2:
+    candidates = [_candidate(cell) for _, cell in same.iterrows()]
+    choice = choose(candidates)  # the confirm step's own choice, over every sweep cell now
+    mine = next((c for c in candidates if c.cell_id == chosen and c.eligible), None)
+    best = choice.chosen
+    if mine is None or best is None or best.cell_id == chosen:
         return None
-    priced = bool((prices[rated] > 0).all())
-    score = rates[rated] / prices[rated] if priced else rates[rated]
-    best, mine = score.idxmax(), same.index[same["cell_id"].eq(chosen)][0]
-    factor = score[best] / score[mine]
+    factor = score(best, choice.ranked_by) / score(mine, choice.ranked_by)
     if not factor > LEASE_VARIANCE:
         return None
+    beating = same[same["cell_id"].eq(best.cell_id)].iloc[0]
     return (
-        f"{DEVICES[side]}'s confirmed server ({name(same.loc[mine])}) probed {rates[mine]:.4g} "
-        f"QPS; the sweep's {name(same.loc[best])} on boot "
-        f"{key_text(same.at[best, 'boot_id'])[:8]} probed {rates[best]:.4g} QPS, {factor:.3g}x "
-        f"its {BY_COST if priced else BY_RATE}"
+        f"{DEVICES[side]}'s confirmed server ({name(by_id.loc[chosen])}) probed "
+        f"{mine.probe_qps:.4g} QPS; the sweep's {name(beating)} on boot "
+        f"{key_text(beating['boot_id'])[:8]} probed {best.probe_qps:.4g} QPS, {factor:.3g}x "
+        f"its {choice.ranked_by}"
+    )
+
+
+def _candidate(cell: pd.Series) -> Candidate:
+    """A sweep cell of the cells frame as serving.sweep_choice sees a sweep record."""
+    return Candidate(
+        cell_id=key_text(cell["cell_id"]),
+        status=key_text(cell["status"]),
+        slo_status=key_text(cell["slo_status"]) or None,
+        probe_qps=number_or_none(cell["probe_qps"]),
+        p99_bound_ms=number_or_none(cell["p99_bound_ms"]),
+        price_per_hour=number_or_none(cell["price_per_hour"]),
     )

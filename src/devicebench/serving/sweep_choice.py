@@ -112,19 +112,24 @@ def choose(candidates: Iterable[Candidate]) -> Choice:
     at = f"p99 <= {bound:g} ms" if bound else "the bound"
     if not eligible:
         return Choice(*_none(every, at), BY_RATE, None, every)
-    priced = all(c.price_per_hour for c in eligible)
+    by = BY_COST if all(c.price_per_hour for c in eligible) else BY_RATE
 
     def rank(c: Candidate) -> tuple[float, float, float, str]:
-        score = c.probe_qps / c.price_per_hour if priced else c.probe_qps
-        return (-score, -c.probe_qps, c.price_per_hour or math.inf, c.cell_id)
+        return (-score(c, by), -c.probe_qps, c.price_per_hour or math.inf, c.cell_id)
 
     best = min(eligible, key=rank)
-    by = BY_COST if priced else BY_RATE
     message = (
         f"{best.cell_id}: the highest {by} of {len(eligible)} sweep cell(s) with a VALID probe "
         f"rate at {at} ({best.probe_qps:.4g} QPS)"
     )
     return Choice("chosen", message, by, best, every)
+
+
+def score(candidate: Candidate, ranked_by: str) -> float:
+    """An eligible candidate's rank value: its probe rate per dollar-hour (BY_COST), else its
+    probe rate (aggregate.stale_confirm compares confirmed cells by it too)."""
+    rate = float(candidate.probe_qps or 0.0)
+    return rate / float(candidate.price_per_hour or 1.0) if ranked_by == BY_COST else rate
 
 
 def _none(every: tuple[Candidate, ...], at: str) -> tuple[str, str]:
