@@ -182,7 +182,7 @@ def test_text_classify_tokenizes_once_and_loads_the_same_arrays(tmp_path):
     assert len(list(tmp_path.glob("tokens-*.npz"))) == 2 and stored.exists()
 
 
-def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(monkeypatch):
+def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(monkeypatch, tmp_path):
     import torch
 
     from devicebench.measure import flops
@@ -195,6 +195,7 @@ def test_a_records_two_flop_counts_build_the_network_once_and_count_the_same(mon
         built.append(name)
         return original(name, seed)
 
+    monkeypatch.setenv("DEVICEBENCH_FLOPS_CACHE", str(tmp_path))  # no count cached by a study
     monkeypatch.setattr(flops, "_LAST_NET", None)
     monkeypatch.setattr(text_classify, "build_model", build)
     counts = model_flops("text_classify", "bert-tiny", {"seq_len": 32})

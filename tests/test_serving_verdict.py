@@ -128,6 +128,20 @@ def test_a_device_with_no_rate_at_the_bound_says_so(tmp_path):
     assert pd.isna(row.cpu_cell)
 
 
+def test_a_rate_not_confirmed_is_no_verdict_for_the_other_device(tmp_path):
+    """The CPU's probes met the bound but its 60 s runs did not: that is not "cannot serve"."""
+    unconfirmed = _slo("not_confirmed", None) | {"probe_qps": 222.6}
+    paths = [
+        serve_record(tmp_path, "cpu", device="cpu", pool_rps=300.0, slo=unconfirmed),
+        serve_record(tmp_path, "gpu", device="cuda", pool_rps=5000.0, slo=_slo("ok", 1200.0)),
+    ]
+    row = best(paths).set_index("pick").loc["cheapest"]
+    assert "CPU: no confirmed rate at p99 <= 15 ms (not_confirmed 1)" in row.note
+    assert "no verdict until the CPU's rate at the bound confirms" in row.note
+    assert "only the GPU" not in row.note
+    assert pd.isna(row.cheaper) and row.gpu_samples_per_s == pytest.approx(1212.0)
+
+
 def test_records_from_before_the_search_give_no_verdict(tmp_path):
     paths = [
         serve_record(tmp_path, "cpu", device="cpu", pool_rps=300.0, slo=None),
@@ -172,7 +186,7 @@ def test_the_slo_table_prices_the_rate_at_the_bound_and_flags_the_yardstick(tmp_
     points = verdict_p99(runs).set_index("cell_id")
     assert points.loc["cpu", "verdict_p99_ms"] == pytest.approx(13.0)  # median of 12, 13, 14
     spec = p99_vs_rate(runs).to_dict()
-    assert spec["facet"]["row"]["field"] == "model"
+    assert [panel["title"] for panel in spec["vconcat"]] == ["resnet50"]  # a panel a model
 
 
 def test_a_search_without_a_confirmed_rate_draws_no_verdict_layer(tmp_path):
@@ -183,14 +197,21 @@ def test_a_search_without_a_confirmed_rate_draws_no_verdict_layer(tmp_path):
         serve_record(tmp_path, "gpu", device="cuda", pool_rps=900.0, slo=_slo("no_rate", None)),
     ]
     spec = p99_vs_rate(slo_runs_table(paths)).to_dict()
-    marks = [layer["mark"] for layer in spec["spec"]["layer"]]
-    assert not any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
+    assert not _diamonds(spec["vconcat"][0])
     assert "no verdict" in " ".join(spec["title"]["subtitle"])
-    confirmed = [serve_record(tmp_path, "ok", device="cpu", pool_rps=300.0, slo=_slo("ok", 200.0))]
-    marks = [
-        layer["mark"] for layer in p99_vs_rate(slo_runs_table(confirmed)).to_dict()["spec"]["layer"]
-    ]
-    assert any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
+    # a model confirmed beside one that is not (ResNet-152's sweeps beside MobileNetV2's
+    # confirms, 2026-11-30): only the confirmed model's panel has the verdict layer
+    confirmed = serve_record(tmp_path, "ok", device="cpu", pool_rps=300.0, slo=_slo("ok", 200.0),
+                             model="mobilenetv2")  # fmt: skip
+    spec = p99_vs_rate(slo_runs_table([*paths, confirmed])).to_dict()
+    panels = {panel["title"]: panel for panel in spec["vconcat"]}
+    assert _diamonds(panels["mobilenetv2"]) and not _diamonds(panels["resnet50"])
+
+
+def _diamonds(panel: dict) -> bool:
+    """Whether a chart panel draws the verdict's diamond."""
+    marks = [layer["mark"] for layer in panel["layer"]]
+    return any(isinstance(m, dict) and m.get("shape") == "diamond" for m in marks)
 
 
 def test_the_write_up_answers_serving_at_a_bound_from_the_rows_best_csv_holds(tmp_path):

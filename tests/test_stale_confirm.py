@@ -1,12 +1,14 @@
 """A confirmed serve verdict whose confirmed server a later sweep beats is out of the verdict
 (aggregate.stale_confirm): MobileNetV2's published records on the H200, where the second sweep
-block (machine 6) beat both servers that machine 5 confirmed."""
+block (machine 6) beat both servers that machine 5 confirmed (those confirms now superseded), and
+machine 7's confirms of the servers that sweep found best."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from devicebench.aggregate import analysis
@@ -20,7 +22,9 @@ pytestmark = pytest.mark.fast
 
 REPO = Path(__file__).resolve().parents[1]
 SERVING = REPO / "results/published/h200_serving/cells"
+SUPERSEDED = SERVING.parent / "superseded/2026-11-30-mobilenetv2-confirm-machine-5/cells"
 LATER_SWEEP = "d4fc2c85"  # machine 6: serve-mobilenetv2-sweep-more
+RECONFIRMED = "33d7b884"  # machine 7: serve-mobilenetv2-confirm-cpu, -gpu (and ResNet-152's sweeps)
 
 
 def _cells(paths: list[Path]):
@@ -37,8 +41,20 @@ def _records(root: Path) -> list[Path]:
     return sorted(root.glob("**/*.json"))
 
 
-def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict() -> None:
-    rows = _best(_records(SERVING))
+def _without(tmp: Path, *boots: str) -> list[Path]:
+    """The published records less these machines', with machine 5's superseded confirms back."""
+    kept = tmp / "cells"
+    shutil.copytree(SERVING, kept)
+    shutil.copytree(SUPERSEDED, kept, dirs_exist_ok=True)
+    for record in _records(kept):
+        if any(f'"boot_id": "{boot}' in record.read_text() for boot in boots):
+            record.unlink()
+    return _records(kept)
+
+
+def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict(tmp_path) -> None:
+    before = _without(tmp_path, RECONFIRMED)  # as it stood after machine 6
+    rows = _best(before)
     mobilenet = rows[rows["model"].eq("mobilenetv2") & rows["cheaper"].notna()]
     assert len(mobilenet) == 2 and mobilenet["outranked"].all()
     note = mobilenet["note"].iloc[0]
@@ -57,19 +73,31 @@ def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict() -> Non
     said = shown.loc[shown["model"].eq("mobilenetv2"), "note"]
     assert len(said) == 1 and "sweep probes only, no confirm record" in said.iloc[0]
     # the answer's serving line counts the two pairs, and its main caveat names the third model
-    line = next(a for a in answer(rows, _cells(_records(SERVING))) if a.key == "serving_bound")
+    line = next(a for a in answer(rows, _cells(before)) if a.key == "serving_bound")
     assert line.verdict.startswith("GPU cheaper in all 2")
     assert line.caveat == "no pair for serve_image serve (mobilenetv2)"
 
 
 def test_without_the_later_sweep_the_confirmed_pair_stands(tmp_path) -> None:
-    kept = tmp_path / "cells"
-    shutil.copytree(SERVING, kept)
-    for record in _records(kept):
-        if f'"boot_id": "{LATER_SWEEP}' in record.read_text():
-            record.unlink()
-    rows = _best(_records(kept))
+    rows = _best(_without(tmp_path, RECONFIRMED, LATER_SWEEP))  # as it stood after machine 5
     mobilenet = rows[rows["model"].eq("mobilenetv2") & rows["cheaper"].notna()]
     assert len(mobilenet) == 2 and not mobilenet["outranked"].any()
     assert "not each device at its best" not in " ".join(mobilenet["note"])
     assert "mobilenetv2" in set(verdict_rows(rows)["model"])
+
+
+def test_machine_7_confirmed_the_best_servers_and_the_cpu_did_not_hold_its_rate() -> None:
+    """The confirms of the servers the later sweep found best stand (nothing outranks them).
+    The GPU confirmed; the CPU's two attempts missed the bound (222.6, then 155.8 QPS at p99
+    55 ms): not "the CPU cannot serve", so no verdict until its confirm block runs again."""
+    rows = _best(_records(SERVING))
+    mobilenet = rows[rows["model"].eq("mobilenetv2") & rows["gpu_cell"].notna()]
+    assert len(mobilenet) == 2 and not mobilenet["outranked"].fillna(False).any()
+    row = mobilenet.set_index("pick").loc["cheapest"]
+    assert row["boot_id"].startswith(RECONFIRMED)
+    assert row["gpu_samples_per_s"] == pytest.approx(295.313)  # the median of 3 runs of 60 s
+    assert "CPU: no confirmed rate at p99 <= 50 ms (not_confirmed 1)" in row["note"]
+    assert "no verdict until the CPU's rate at the bound confirms" in row["note"]
+    assert pd.isna(row["cheaper"]) and pd.isna(row["cpu_cell"])
+    shown = verdict_rows(rows)
+    assert set(shown.loc[shown["cheaper"].notna(), "model"]) == {"resnet50", "bert-base"}

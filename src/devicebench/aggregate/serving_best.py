@@ -10,7 +10,8 @@ of a verdict. Where a device has a confirm record (plan.confirm: its best sweep 
 axis `confirm: best`), only that record judges it: the sweep cells' probes are context (their
 search status is probed, never a verdict), and a confirm step that found nothing to confirm says
 why. A sweep confirmed on another machine or code version (its confirm blocks ran in a later
-session) gives no row of its own: the confirm records' group holds the verdict. best.py calls
+session), or one whose cells a later confirm step weighed against a later sweep's, gives no row
+of its own: the confirm records' group holds the verdict. best.py calls
 `serve_rows` (its own logic is for the other modes).
 """
 
@@ -40,7 +41,7 @@ PREDATES_NOTE = (
 # the columns slo_columns adds to the cells frame (collect.py knows them: never extra axes)
 SLO_CELL_COLUMNS = (
     "slo_status", "slo_message", "p99_bound_ms", "max_valid_qps", "inprocess_ratio", "slo_role",
-    "confirmed_cell", "run_qps_low", "run_qps_high", "probe_qps",
+    "confirmed_cell", "run_qps_low", "run_qps_high", "probe_qps", "confirm_candidates",
 )  # fmt: skip
 CONFIRM_AXIS = "confirm"  # plan.confirm's axis of a confirm record (value: best)
 ROLES = {"confirm": "confirmed best", "sweep": "sweep (probes only)"}
@@ -77,9 +78,17 @@ def slo_columns(record: Mapping[str, Any]) -> dict[str, Any]:
         "inprocess_ratio": serving.get("inprocess_ratio"),
         "slo_role": slo_role(record),
         "confirmed_cell": confirm.get("chosen_cell"),
+        "confirm_candidates": _candidates(confirm),
         "probe_qps": found.get("probe_qps"),  # a sweep cell's: what stale_confirm compares
         **_run_span(found.get("run_qps")),
     }
+
+
+def _candidates(confirm: Mapping[str, Any]) -> str | None:
+    """The sweep cells a confirm step weighed (one cell id a line), or None."""
+    found = confirm.get("candidates") if isinstance(confirm.get("candidates"), list) else []
+    ids = [str(c["cell_id"]) for c in found if isinstance(c, Mapping) and c.get("cell_id")]
+    return "\n".join(ids) or None
 
 
 def _run_span(values: Any) -> dict[str, float | None]:
@@ -109,7 +118,9 @@ def serve_rows(
     for column in [*wanted, "slo_role", "slo_message", "confirmed_cell", "cell_id"]:
         if column not in serve:
             serve[column] = np.nan
+    weighed = serve.get("confirm_candidates", pd.Series(dtype=object)).dropna().astype(str)
     confirmed = set(serve["confirmed_cell"].dropna().astype(str))
+    confirmed |= {cell for cells in weighed for cell in cells.splitlines()}
     rows = []
     for base, group in groups_of_one_work(serve, GROUP):
         if _judged_elsewhere(group, confirmed):
@@ -122,8 +133,8 @@ def serve_rows(
 
 
 def _judged_elsewhere(group: pd.DataFrame, confirmed: set[str]) -> bool:
-    """A sweep whose best cell a confirm record confirmed (on the machine that ran the confirm
-    step, perhaps another): the confirm's group gives the verdict, this one no row of its own."""
+    """A sweep whose cells a confirm step weighed (it confirmed the best of them, on the machine
+    that ran it, perhaps another): the confirm's group gives the verdict, this one no row."""
     roles = group["slo_role"].map(_text)
     cells = set(group["cell_id"].dropna().astype(str))
     return bool(roles.eq(ROLES["sweep"]).all() and cells & confirmed)
@@ -144,7 +155,7 @@ def _pair(
     )
     row: dict[str, Any] = base | {"pick": pick, "p99_bound_ms": bound}
     notes = [f"judged at p99 <= {bound:g} ms: LoadGen Server max_valid_qps" if bound else ""]
-    chosen = {}
+    chosen, unserved = {}, {}
     for side, device in DEVICES.items():
         mine = ok[ok["device"].astype(str).eq(device)]
         confirmed = _confirmed(group, device)
@@ -153,7 +164,9 @@ def _pair(
         if pick == "cheapest":
             mine = mine[mine["usd_per_million"].notna()]
         if mine.empty:
-            notes.append(_why_none(group if confirmed is None else confirmed, side, device, bound))
+            judged = group if confirmed is None else confirmed
+            notes.append(_why_none(judged, side, device, bound))
+            unserved[side] = _no_rate(judged, device)
             continue
         column, ascending = ("_rate", False) if pick == "fastest" else ("usd_per_million", True)
         best = mine.sort_values([column, "cell_id"], ascending=[ascending, True]).iloc[0]
@@ -182,8 +195,12 @@ def _pair(
             row["breakeven_gpu_usd_per_hour"] = float(gpu["price_per_hour"]) / gpus * ratio
     elif len(chosen) == 1:
         (side,) = chosen
-        row["cheaper"] = side  # the other cannot serve at the bound at all
-        notes.append(f"only the {SHOWN[side]} serves at the bound")
+        (other,) = set(DEVICES) - {side}
+        if unserved.get(other):  # no rate at all, not just none confirmed: a verdict
+            row["cheaper"] = side
+            notes.append(f"only the {SHOWN[side]} serves at the bound")
+        else:  # an unconfirmed rate is not a missing one: no verdict until it confirms
+            notes.append(f"no verdict until the {SHOWN[other]}'s rate at the bound confirms")
     row["note"] = "; ".join(n for n in notes if n)
     return row
 
@@ -221,6 +238,13 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
         only = "" if statuses.eq("probed").all() else f" ({said})"
         return f"{who}: sweep probes only{only}, no confirm record on this machine and code version"
     return f"{who}: no confirmed rate at {at} ({said})"
+
+
+def _no_rate(group: pd.DataFrame, device: str) -> bool:
+    """Whether a device's records say no rate meets the bound at all (every search down to its
+    lowest rate INVALID), as against a rate found but not confirmed or not searched."""
+    statuses = group.loc[group["device"].astype(str).eq(device), "slo_status"].astype(str)
+    return bool(not statuses.empty and statuses.eq("no_rate").all())
 
 
 def _confirmed(group: pd.DataFrame, device: str) -> pd.DataFrame | None:

@@ -75,15 +75,14 @@ def p99_vs_rate(runs: pd.DataFrame) -> alt.TopLevelMixin:
         .transform_filter(alt.datum.kind == "verdict")
     )
     bound = alt.Chart().mark_rule(strokeDash=[6, 4], color="gray").encode(y="p99_bound_ms:Q")
-    # no verdict point to draw (no confirmed rate): no layer, whose empty extent Vega warns of
-    layers = [lines.transform_filter(run), points.transform_filter(run)]
-    layers += [verdict] if not verdicts.empty else []
-    chart = (
-        alt.layer(*layers, bound, data=_values(runs, cols))
-        .properties(width=380, height=240)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(x="independent", y="independent")
-    )
+    panels = []
+    for model, part in runs.groupby("model", sort=True):  # one panel a model, its own scales
+        layers = [lines.transform_filter(run), points.transform_filter(run)]
+        # a model without a confirmed rate: no verdict layer, whose empty extent Vega warns of
+        layers += [verdict] if part["kind"].eq("verdict").any() else []
+        panel = alt.layer(*layers, bound, data=_values(part, cols))
+        panels.append(panel.properties(width=380, height=240, title=str(model)))
+    chart = alt.vconcat(*panels)
     said = "dashed: the model's p99 bound; diamond: the verdict, max_valid_qps (confirmed runs)"
     if verdicts.empty:
         said = "dashed: the model's p99 bound; no verdict: no rate was confirmed at the bound"
