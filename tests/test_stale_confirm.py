@@ -25,6 +25,7 @@ SERVING = REPO / "results/published/h200_serving/cells"
 SUPERSEDED = SERVING.parent / "superseded/2026-11-30-mobilenetv2-confirm-machine-5/cells"
 LATER_SWEEP = "d4fc2c85"  # machine 6: serve-mobilenetv2-sweep-more
 RECONFIRMED = "33d7b884"  # machine 7: serve-mobilenetv2-confirm-cpu, -gpu (and ResNet-152's sweeps)
+LATER = (RECONFIRMED, "396a4bbe")  # machines 7 and 8 (a ResNet-152 sweep cell)
 
 
 def _cells(paths: list[Path]):
@@ -53,7 +54,7 @@ def _without(tmp: Path, *boots: str) -> list[Path]:
 
 
 def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict(tmp_path) -> None:
-    before = _without(tmp_path, RECONFIRMED)  # as it stood after machine 6
+    before = _without(tmp_path, *LATER)  # as it stood after machine 6
     rows = _best(before)
     mobilenet = rows[rows["model"].eq("mobilenetv2") & rows["cheaper"].notna()]
     assert len(mobilenet) == 2 and mobilenet["outranked"].all()
@@ -79,7 +80,7 @@ def test_a_confirmed_pair_beaten_by_a_later_sweep_is_out_of_the_verdict(tmp_path
 
 
 def test_without_the_later_sweep_the_confirmed_pair_stands(tmp_path) -> None:
-    rows = _best(_without(tmp_path, RECONFIRMED, LATER_SWEEP))  # as it stood after machine 5
+    rows = _best(_without(tmp_path, *LATER, LATER_SWEEP))  # as it stood after machine 5
     mobilenet = rows[rows["model"].eq("mobilenetv2") & rows["cheaper"].notna()]
     assert len(mobilenet) == 2 and not mobilenet["outranked"].any()
     assert "not each device at its best" not in " ".join(mobilenet["note"])
