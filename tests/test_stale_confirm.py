@@ -102,3 +102,6 @@ def test_machine_7_confirmed_the_best_servers_and_the_cpu_did_not_hold_its_rate(
     assert pd.isna(row["cheaper"]) and pd.isna(row["cpu_cell"])
     shown = verdict_rows(rows)
     assert set(shown.loc[shown["cheaper"].notna(), "model"]) == {"resnet50", "bert-base"}
+    # machine 5's and 6's sweeps, which machine 7's confirm steps weighed, give no rows of their own
+    boots = rows.loc[rows["model"].eq("mobilenetv2"), "boot_id"].str[:8]
+    assert set(boots) == {RECONFIRMED}
