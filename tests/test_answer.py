@@ -246,3 +246,21 @@ def test_serve_rows_with_no_confirmed_rate_on_either_device_give_the_bound_s_acc
     )  # fmt: skip
     verdict = answer(best, cells_for(best))[3].verdict
     assert verdict == f"not measured: {note}", verdict  # said once, not per pick
+
+
+def test_a_workload_unpaired_on_two_machines_is_named_once_and_a_paired_one_says_where():
+    """The caveat names each unpaired workload once (ResNet-152's sweeps on two machines,
+    2026-11-30); its machine and code only where the same workload also has a pair."""
+    unpaired = dict(cost_ratio=None, cheaper=None, p99_bound_ms=100.0)
+    best = pd.DataFrame([
+        row("serve_image", "serve", 2.0, model="resnet50", p99_bound_ms=50.0),
+        row("serve_image", "serve", 2.0, model="resnet152", boot_id="m7", **unpaired),
+        row("serve_image", "serve", 2.0, model="resnet152", boot_id="m8", **unpaired),
+        row("serve_image", "serve", 2.0, model="mobilenetv2", boot_id="m5", p99_bound_ms=50.0),
+        row("serve_image", "serve", 2.0, model="mobilenetv2", boot_id="m7", **unpaired),
+    ])  # fmt: skip
+    serve = answer(best, cells_for(best))[3]
+    assert serve.verdict == "GPU cheaper in all 2"
+    assert serve.caveat == (
+        "no pair for serve_image serve (mobilenetv2) [v m7], serve_image serve (resnet152)"
+    )

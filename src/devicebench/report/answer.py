@@ -298,7 +298,7 @@ def answer(
         unpaired = mine[mine["cost_ratio"].isna()]
         notes = caveats(paired, by_id)
         if not unpaired.empty:  # the main caveat: the verdict counts the paired rows alone
-            notes.insert(0, f"no pair for {', '.join(unpaired['label'])}")
+            notes.insert(0, f"no pair for {', '.join(_unpaired_names(unpaired, paired))}")
         out.append(
             ClassAnswer(
                 kind.key,
@@ -334,3 +334,14 @@ def row_ranges(rows: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     out["high"] = ratio_ * (1 + cpu) / (1 - gpu).clip(lower=0.05)
     out["spread"] = "repetitions' interquartile range"
     return out
+
+
+def _unpaired_names(unpaired: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
+    """The unpaired rows' labels, each workload once: its machine and code (the label's
+    "[code boot]") only where the same workload also has a pair, which the reader must tell
+    apart from it."""
+    where = r" \[[^\]]*\]$"
+    bare = unpaired["label"].str.replace(where, "", regex=True)
+    judged = set(paired["label"].str.replace(where, "", regex=True))
+    pairs = zip(unpaired["label"], bare, strict=True)
+    return list(dict.fromkeys(label if name in judged else name for label, name in pairs))
