@@ -227,7 +227,7 @@ def _why_none(group: pd.DataFrame, side: str, device: str, bound: float | None) 
     if statuses.eq(PREDATES).all():
         return f"{who}: {PREDATES_NOTE}"
     at = f"p99 <= {bound:g} ms" if bound else "its bound"
-    if statuses.eq("no_rate").all():
+    if _no_rate(group, device):
         return f"{who}: no rate meets {at}"
     roles = mine["slo_role"].map(_text)
     if roles.eq(ROLES["confirm"]).all() and statuses.eq("no_candidate").all():

@@ -340,8 +340,6 @@ def _unpaired_names(unpaired: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
     """The unpaired rows' labels, each workload once: its machine and code (the label's
     "[code boot]") only where the same workload also has a pair, which the reader must tell
     apart from it."""
-    where = r" \[[^\]]*\]$"
-    bare = unpaired["label"].str.replace(where, "", regex=True)
-    judged = set(paired["label"].str.replace(where, "", regex=True))
-    pairs = zip(unpaired["label"], bare, strict=True)
+    judged = set(paired["workload"])
+    pairs = zip(unpaired["label"], unpaired["workload"], strict=True)
     return list(dict.fromkeys(label if name in judged else name for label, name in pairs))

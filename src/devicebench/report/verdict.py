@@ -136,7 +136,7 @@ def verdict_rows(best: pd.DataFrame) -> pd.DataFrame:
 def labelled(rows: pd.DataFrame) -> pd.DataFrame:
     """`rows` (one pick) with a `label` naming each: task and mode, the model where the task
     has several and the work where the model has several (prompt/output lengths), the code
-    version and boot where the same workload appears twice."""
+    version and boot where the same workload appears twice (`workload`: the label without them)."""
     rows = rows.copy()
     rows["label"] = rows["task"].astype(str) + " " + rows["mode"].astype(str)
     named = pd.Series("", index=rows.index)
@@ -154,6 +154,7 @@ def labelled(rows: pd.DataFrame) -> pd.DataFrame:
         ]
     given = named.ne("")
     rows.loc[given, "label"] += " (" + named[given] + ")"
+    rows["workload"] = rows["label"]  # the label without the machine that tells two apart
     twice = rows["label"].duplicated(keep=False)  # the same workload on two machines or codes
     where = _text(rows["code_version"], "?") + " " + _text(rows["boot_id"], "").str[:8]
     rows.loc[twice, "label"] += " [" + where[twice].str.strip() + "]"
