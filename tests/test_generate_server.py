@@ -157,6 +157,30 @@ def test_waiting_streams_of_one_shape_generate_as_one_batch_each_its_own_tokens(
     assert counts["largest_batch"] == 4 and counts["ok"] == 9
 
 
+def test_with_batches_in_turn_a_stream_is_served_while_a_long_one_streams() -> None:
+    """--max-batches 2: a stream of another prompt length, sent while a 3,000-token stream
+    runs, gets all its tokens (its own greedy ones) before that stream ends."""
+    prompt = [3, 1, 4, 1, 5]
+    limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_batches=2)
+    with server(**limits, max_stream_s=60) as running:
+        url = f"{running.url}/generate"
+        body = {"prompt": prompt, "max_tokens": 6}
+        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+            alone = lines(answer)
+        long = {"prompt": [1, 2], "max_tokens": 3000}
+        with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
+            items = busy.iter_lines()
+            next(items)
+            with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+                meanwhile = lines(answer)
+            during = running.stats()  # the long stream has not ended: two streams done
+            left = [json.loads(line) for line in items]
+        counts = running.stats()
+    assert meanwhile == alone and alone[-1] == {"done": True, "tokens": 6}
+    assert during["ok"] == 2 and during["batches_at_once"] == 2
+    assert left[-1] == {"done": True, "tokens": 3000} and counts["ok"] == 3
+
+
 def test_a_one_sequence_engine_serves_waiting_streams_one_after_another(
     tmp_path, monkeypatch
 ) -> None:

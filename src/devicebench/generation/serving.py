@@ -51,6 +51,7 @@ class GoodputSettings:
     max_streams: int = 1024  # the server's open streams (503 beyond); above any rate searched
     max_stream_s: float = 600.0
     max_batch: int = 1  # the server's streams generated together (static batching)
+    max_batches: int = 1  # the server's batches stepped in turn (1: each batch to its end)
     slo: SloSettings = field(default_factory=lambda: SloSettings(p99_bound_ms=DEFAULT_TTFT_MS))
 
     @classmethod
@@ -64,7 +65,7 @@ class GoodputSettings:
             known = sorted(own | searched)
             raise ValueError(f"unknown generate.serving setting(s) {unknown}; known: {known}")
         mine = {key: given.pop(key) for key in own & set(given)}
-        counts = {"max_streams", "max_batch"}  # whole numbers: the server's flags
+        counts = {"max_streams", "max_batch", "max_batches"}  # whole numbers: the server's flags
         for key, value in mine.items():
             kind = int if key in counts else int | float
             if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
@@ -244,6 +245,20 @@ def _shared(given: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in given.items() if k != "cells"}
 
 
+def cannot_step_in_turn(generator: str, goodput: GoodputSettings) -> str | None:
+    """Why the server cannot step this engine's batches in turn (`max_batches` above 1), or
+    None."""
+    from devicebench.engines import generative
+
+    if goodput.max_batches == 1 or generative.get(generator).steps_in_turn:
+        return None
+    return (
+        f"generate.serving.max_batches {goodput.max_batches}: engine {generator} decodes a "
+        "batch whole, not a step at a time; serve it with max_batches 1 (torch_eager and "
+        "torch_static step in turn)"
+    )
+
+
 def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> list[str]:
     """The generate server's options for this cell: its model, engine and bounds."""
     prompt, output = int(settings["prompt_len"]), int(settings["output_len"])
@@ -253,7 +268,7 @@ def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> l
         *("--seed", str(settings["seed"]), "--threads", str(settings.get("threads_resolved", 0))),
         *("--max-prompt-tokens", str(prompt), "--max-new-tokens", str(output)),
         *("--max-streams", str(goodput.max_streams), "--max-stream-s", str(goodput.max_stream_s)),
-        *("--max-batch", str(goodput.max_batch)),
+        *("--max-batch", str(goodput.max_batch), "--max-batches", str(goodput.max_batches)),
     ]
 
 
@@ -282,8 +297,10 @@ def run_serving(
     from devicebench.serving.process import ServerFailed
     from devicebench.serving.token_loadgen import prompt_payloads
 
-    _free_device(str(settings["device"]))  # the server loads its own copy of the model
     goodput = GoodputSettings.from_config(given)
+    if why := cannot_step_in_turn(str(settings["generator"]), goodput):
+        return failed_section("server_failed", why, goodput)  # before loading anything
+    _free_device(str(settings["device"]))  # the server loads its own copy of the model
     log_dir = Path(settings.get("log_dir") or "generate-logs") / "serving"
     tokens = int(settings["output_len"])
     payloads = prompt_payloads(prompts, tokens)
@@ -308,7 +325,7 @@ def run_serving(
             section = failed_section("no_rate", why, goodput)
         else:
             runner = token_runner(url, payloads, tokens, log_dir / "loadgen", goodput)
-            start = alone["qps"] * goodput.max_batch
+            start = alone["qps"] * goodput.max_batch * goodput.max_batches
             section = goodput_section(TokenSearch(goodput, runner).run(start), goodput)
         section["one_stream"] = alone
         section["server"] = server.health | {"counts": server.stats(), "log": str(server.log_path)}

@@ -62,6 +62,7 @@ class Limits:
     max_new_tokens: int = 256
     max_streams: int = 64  # generating or waiting their turn; 503 beyond
     max_batch: int = 1  # streams generated together (same prompt length and tokens asked)
+    max_batches: int = 1  # batches stepped in turn, a token each (1: each batch to its end)
     max_stream_s: float = 120.0  # from a request's arrival to its last token
     max_body: int = 1 << 20
     body_timeout_s: float = BODY_TIMEOUT_S
@@ -106,6 +107,7 @@ class PromptReader:
 def create_app(generator: Any, limits: Limits, info: dict[str, Any]) -> FastAPI:
     """The FastAPI app: POST /generate (streamed), GET /health, GET /stats."""
     counts = {"ok": 0, "cut": 0, "failed": 0, "batches": 0, "largest_batch": 0, "rows_run": 0}
+    counts["batches_at_once"] = 0  # the most batches stepped in turn (max_batches above 1)
     streams = Streams(generator, limits, counts)
     reader = PromptReader(limits)
     app = FastAPI(title="devicebench generate service")
@@ -163,7 +165,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--port-file", required=True, help="written once serving")
     args = parser.parse_args(argv)
-    for name in ("max_prompt_tokens", "max_new_tokens", "max_streams", "max_stream_s", "max_batch"):
+    positive = ("max_prompt_tokens", "max_new_tokens", "max_streams", "max_stream_s", "max_batch")
+    for name in (*positive, "max_batches"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     return args
@@ -183,6 +186,11 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     chosen = generative.get(args.generator)
     if reason := chosen.skip_reason(args.device, args.precision):
         raise ValueError(reason)
+    if args.max_batches > 1 and not chosen.steps_in_turn:
+        raise ValueError(
+            f"--max-batches {args.max_batches}: generator {args.generator} decodes a batch "
+            "whole, not a step at a time; serve it with --max-batches 1"
+        )
     if chosen.max_batch:  # llama.cpp holds one sequence: it serves streams one at a time
         args.max_batch = min(args.max_batch, chosen.max_batch)
     settings = vars(args) | {"threads_resolved": args.threads or 1}
@@ -193,9 +201,13 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     static = getattr(generator, "static", False)
     buckets = batch_buckets(args.max_batch) if static else (1,)
     steps = max(2, min(4, args.max_new_tokens))  # CUDA graph trees: warm, record, replay
-    for rows in buckets:  # warm-up; a fixed-shape generator compiles each bucket's shape
-        print(f"[serve] warming up {rows} row(s)", flush=True)
-        time_generation(generator, [[0] * args.max_prompt_tokens] * rows, steps)
+    for slot in range(args.max_batches if static else 1):  # each slot its own cache
+        generator.slot = slot
+        for rows in buckets:  # warm-up; a fixed-shape generator compiles each bucket's shape
+            print(f"[serve] warming up {rows} row(s), slot {slot}", flush=True)
+            time_generation(generator, [[0] * args.max_prompt_tokens] * rows, steps)
+    if static:
+        generator.slot = 0
     limits = Limits(
         **{name: getattr(args, name) for name in vars(Limits()) if name != "vocab"},
         vocab=int(textgen_llm.model_config(args.model).vocab_size),
@@ -205,7 +217,10 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     batching = f"static: up to {limits.max_batch} streams of one prompt length and token count"
     if static:
         batching += f", padded to {'/'.join(map(str, buckets))} rows (the shapes compiled)"
-    info |= {"limits": vars(limits), "batching": batching if limits.max_batch > 1 else "none"}
+    if limits.max_batches > 1:
+        batching += f"; up to {limits.max_batches} batches stepped in turn, a token each"
+    batched = max(limits.max_batch, limits.max_batches) > 1
+    info |= {"limits": vars(limits), "batching": batching if batched else "none"}
     return generator, limits, info | engine.describe(options)
 
 

@@ -1,6 +1,8 @@
 """The generate server's streams: each request's tokens handed from the one model thread to its
 response as they come, waiting streams of one shape generated together (static batching), each
-cut between two tokens when over its time or when its client left."""
+cut between two tokens when over its time or when its client left. With `max_batches` above 1
+the model thread steps up to that many batches in turn, a token each, and starts waiting streams
+as a new batch between two steps: a stream waits for a step, not for a whole batch to end."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from devicebench.serving.http_limits import refused
@@ -72,20 +76,39 @@ def padded_rows(streams: int, max_batch: int) -> int:
     return next(size for size in batch_buckets(max_batch) if size >= streams)
 
 
+@dataclass
+class Running:
+    """A batch the model thread steps in turn with others: its streams (those it generates for
+    first), its steps' tokens and the generator slot (cache) it holds."""
+
+    taken: list[Stream]
+    batch: list[Stream]
+    steps: Iterator[list[int]]
+    slot: int
+
+
 class Streams:
     """The open streams (at most `max_streams`) and the one model thread generating them, up to
     `max_batch` at once: streams waiting with the same prompt length and tokens asked start
-    together (static batching: a batch runs to its end before the next starts). A generator
-    with fixed shapes (CUDA graphs: `static`) gets every batch padded to its bucket
+    together (static batching). With `max_batches` 1 a batch runs to its end before the next
+    starts; above 1 (a generator with `steps`) batches are stepped in turn. A generator with
+    fixed shapes (CUDA graphs: `static`) gets every batch padded to its bucket
     (`batch_buckets`), the shapes it was warmed up at."""
 
     def __init__(self, generator: Any, limits: Limits, counts: dict[str, int]) -> None:
         self.generator, self.limits, self.counts = generator, limits, counts
         self.pad = bool(getattr(generator, "static", False))
+        if limits.max_batches > 1 and not hasattr(generator, "steps"):
+            name = getattr(generator, "name", type(generator).__name__)
+            raise ValueError(
+                f"max_batches {limits.max_batches}: generator {name} decodes a batch whole, "
+                "not a step at a time (steps); serve it with max_batches 1"
+            )
         self.model_thread = ThreadPoolExecutor(1, thread_name_prefix="model")
         self.lock = threading.Lock()
         self.open_streams = 0
         self.waiting: list[Stream] = []
+        self.running: list[Running] = []  # the model thread's alone
 
     def open(self, prompt: list[int], max_tokens: int) -> Stream | None:
         """A stream, its generation queued on the model's thread; None when `max_streams` are
@@ -97,7 +120,8 @@ class Streams:
                 return None
             self.open_streams += 1
             self.waiting.append(stream)
-        self.model_thread.submit(self._next_batch)  # one job per stream: none is left waiting
+        # one job per stream: none is left waiting
+        self.model_thread.submit(self._next_batch if self.limits.max_batches == 1 else self._turns)
         return stream
 
     def _take(self) -> list[Stream]:
@@ -117,8 +141,54 @@ class Streams:
         try:
             self._generate([s for s in batch if self._going(s)])
         finally:
-            with self.lock:
-                self.open_streams -= len(batch)
+            self._close(batch)
+
+    def _close(self, taken: list[Stream]) -> None:
+        with self.lock:
+            self.open_streams -= len(taken)
+
+    def _turns(self) -> None:
+        """The model thread's loop while any batch runs: start waiting streams as a batch while
+        fewer than `max_batches` run, then step each running batch once."""
+        while True:
+            while len(self.running) < self.limits.max_batches and (taken := self._take()):
+                self._start(taken)
+            if not self.running:
+                return
+            for running in list(self.running):
+                self._advance(running)
+
+    def _start(self, taken: list[Stream]) -> None:
+        """Prefills a batch in a free slot and hands out its first tokens."""
+        batch = [s for s in taken if self._going(s)]
+        if not batch:
+            return self._close(taken)
+        slot = min(set(range(self.limits.max_batches)) - {r.slot for r in self.running})
+        self.generator.slot = slot
+        try:
+            prefilled = self._prefill(batch)
+            steps = self.generator.steps(prefilled, batch[0].max_tokens)
+        except Stopped:
+            return self._close(taken)
+        except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
+            self._fail(batch, error)
+            return self._close(taken)
+        self.running.append(Running(taken, batch, steps, slot))
+        self.counts["batches_at_once"] = max(self.counts["batches_at_once"], len(self.running))
+
+    def _advance(self, running: Running) -> None:
+        """One step of a running batch; at its end (or its streams') the batch leaves."""
+        try:
+            self._send(running.batch, next(running.steps))
+            if not all(s.ended for s in running.batch):
+                return
+            running.steps.close()
+        except StopIteration:
+            self._finish(running.batch)
+        except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
+            self._fail(running.batch, error)
+        self.running.remove(running)
+        self._close(running.taken)
 
     def _going(self, stream: Stream) -> bool:
         """Whether the stream still wants tokens; if not, its last line says why."""
@@ -139,19 +209,27 @@ class Streams:
                 stream.put("token", int(token))
                 self._going(stream)
 
-    def _generate(self, batch: list[Stream]) -> None:
-        """Prefill, then decode step by step, each token handed over as it reaches the host."""
-        if not batch:
-            return
+    def _prefill(self, batch: list[Stream]):
+        """The batch's prefill (padded to its bucket), its first tokens handed out; Stopped when
+        every stream of the batch ended."""
         self.counts["batches"] += 1
         self.counts["largest_batch"] = max(self.counts["largest_batch"], len(batch))
         rows = padded_rows(len(batch), self.limits.max_batch) if self.pad else len(batch)
         self.counts["rows_run"] += rows
         prompts = [s.prompt for s in batch]
         prompts += [prompts[0]] * (rows - len(prompts))  # padding rows: no stream reads them
+        prefilled = self.generator.prefill(prompts, batch[0].max_tokens)
+        self._send(batch, prefilled.first_tokens)
+        if all(s.ended for s in batch):
+            raise Stopped("every stream of the batch ended")
+        return prefilled
+
+    def _generate(self, batch: list[Stream]) -> None:
+        """Prefill, then decode step by step, each token handed over as it reaches the host."""
+        if not batch:
+            return
         try:
-            prefilled = self.generator.prefill(prompts, batch[0].max_tokens)
-            self._send(batch, prefilled.first_tokens)
+            prefilled = self._prefill(batch)
 
             def on_token(tokens) -> None:
                 self._send(batch, tokens)
@@ -163,14 +241,19 @@ class Streams:
         except Stopped:
             return  # each stream's last line is out
         except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
-            said = f"generation failed: {type(error).__name__}: {error}"
-            refused("stream", None, said)
-            for stream in batch:
-                if not stream.ended:
-                    stream.ended = True
-                    self.counts["failed"] += 1
-                    stream.put("error", said)
-            return
+            return self._fail(batch, error)
+        self._finish(batch)
+
+    def _fail(self, batch: list[Stream], error: Exception) -> None:
+        said = f"generation failed: {type(error).__name__}: {error}"
+        refused("stream", None, said)
+        for stream in batch:
+            if not stream.ended:
+                stream.ended = True
+                self.counts["failed"] += 1
+                stream.put("error", said)
+
+    def _finish(self, batch: list[Stream]) -> None:
         for stream in batch:
             if not stream.ended:
                 stream.ended = True

@@ -5,11 +5,14 @@ StaticCache of `max_cache_len` positions and, with `compile=True`, runs each dec
 `torch.compile(mode="reduce-overhead", fullgraph=True)`, gpt-fast style: fixed shapes, so Inductor
 captures the step in a CUDA graph. The cache tensors are marked static addresses so CUDA graphs
 are not skipped for mutated inputs (what compiling transformers' whole `generate` ran into).
+
+`steps` decodes one step per `next`, so that a server can step two batches in turn (`slot`
+picks each one's own cache and host buffers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from devicebench.frameworks.generator import OnToken, Prefilled
@@ -27,9 +30,12 @@ class TorchGreedy:
         self.name = "torch-static" if static else "torch-eager"
         self.weight_bytes = textgen_llm.weight_bytes(model)
         self._step = None
-        self._caches: dict[int, Any] = {}
-        self._readers: dict[int, _LateReader] = {}  # per batch size, pinned memory made once
+        self._caches: dict[tuple[int, int], Any] = {}  # per batch size and slot
+        self._readers: dict[tuple[int, int], _LateReader] = {}  # pinned memory made once
         self.late_read = True  # on a GPU, read tokens one step late (_LateReader)
+        # the next prefill's slot: generations in progress at once (a server stepping batches
+        # in turn) each need their own; 0 for one generation at a time
+        self.slot = 0
 
     def _decode_step(self):
         if self._step is None:
@@ -49,11 +55,12 @@ class TorchGreedy:
         return self._step
 
     def _static_cache(self, batch: int, kind: type) -> Any:
-        """One StaticCache per batch size, reset between generations: its tensors keep their
-        addresses, so the CUDA graph recorded for the decode step is replayed, not re-recorded."""
-        cache = self._caches.get(batch)
+        """One StaticCache per batch size and slot, reset between generations: its tensors keep
+        their addresses, so the CUDA graph recorded for the decode step is replayed, not
+        re-recorded."""
+        cache = self._caches.get((batch, self.slot))
         if cache is None:
-            cache = self._caches[batch] = kind(
+            cache = self._caches[batch, self.slot] = kind(
                 config=self.model.config, max_cache_len=self.max_cache_len
             )
         else:
@@ -88,42 +95,47 @@ class TorchGreedy:
                 for tensor in (getattr(layer, "keys", None), getattr(layer, "values", None)):
                     if tensor is not None:
                         torch._dynamo.mark_static_address(tensor)
-        return Prefilled(first_tokens=first.tolist(), state=(first, cache, length))
+        return Prefilled(first_tokens=first.tolist(), state=(first, cache, length, self.slot))
 
     def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
-        import torch
-
-        token, cache, length = prefilled.state
         out = [[t] for t in prefilled.first_tokens]
-        step = self._decode_step()
-
-        def emit(host: list[int]) -> None:
+        for host in self.steps(prefilled, max_new_tokens):
             on_token(host)
             for row, value in zip(out, host, strict=True):
                 row.append(value)
+        return out
 
+    def steps(self, prefilled: Prefilled, max_new_tokens: int) -> Iterator[list[int]]:
+        """Each decode step's tokens on the host, one step per `next` (on a GPU read one step
+        late, so the next step is launched first). Inference mode is entered per step, never
+        held across a `yield`: two generations stepped in turn would otherwise unwind each
+        other's."""
+        import torch
+
+        token, cache, length, slot = prefilled.state
+        step = self._decode_step()
         with torch.inference_mode():
             # the position lives on the device and advances there: a host tensor copied in
             # each step would wait for the step before it
             position = torch.tensor([length], device=self.device)
-            late = self.late_read and self.device == "cuda"
-            reader = self._reader(token.shape[0], emit) if late else None
-            for _ in range(max_new_tokens - 1):
+        late = self.late_read and self.device == "cuda"
+        reader = self._reader(token.shape[0], slot) if late else None
+        for _ in range(max_new_tokens - 1):
+            with torch.inference_mode():
                 token = step(token[:, None].clone(), position, cache).clone()
                 position.add_(1)
-                if reader is None:
-                    emit(token.tolist())  # a step's tokens are out once they reach the host
-                else:
-                    reader.push(token)
-            if reader is not None:
-                reader.finish()
-        return out
+                # a step's tokens are out once they reach the host
+                host = token.tolist() if reader is None else reader.push(token)
+            if host is not None:
+                yield host
+        if reader is not None and (host := reader.finish()) is not None:
+            yield host
 
-    def _reader(self, batch: int, emit: Any) -> _LateReader:
-        """The batch size's late reader (its pinned memory made once), ready for `emit`."""
-        if batch not in self._readers:
-            self._readers[batch] = _LateReader(batch)
-        return self._readers[batch].start(emit)
+    def _reader(self, batch: int, slot: int) -> _LateReader:
+        """The batch size's and slot's late reader (its pinned memory made once), emptied."""
+        if (batch, slot) not in self._readers:
+            self._readers[batch, slot] = _LateReader(batch)
+        return self._readers[batch, slot].start()
 
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
@@ -140,18 +152,17 @@ class _LateReader:
     """Reads each step's tokens on the host one step late, so the GPU never waits for the host.
 
     A step's tokens are copied into pinned memory behind the step, with an event; the host then
-    launches the next step before waiting on that event, and stamps the tokens (``emit``) when
-    the event says they are on the host. Waiting at once instead (``tolist``) leaves the GPU
-    idle while the host reads, returns and launches the next step: for a 1B model's CUDA-graph
-    step of about 2 ms that idle is a large share. The stamp is still the moment the tokens reached
-    the host, unless the host's launch of the next step outlasts the step itself, when it is
-    up to that launch late.
+    launches the next step before waiting on that event, and hands the tokens on (``push``
+    returns them) when the event says they are on the host. Waiting at once instead (``tolist``)
+    leaves the GPU idle while the host reads, returns and launches the next step: for a 1B
+    model's CUDA-graph step of about 2 ms that idle is a large share. The stamp is still the
+    moment the tokens reached the host, unless the host's launch of the next step outlasts the
+    step itself, when it is up to that launch late.
     """
 
     def __init__(self, batch: int) -> None:
         import torch
 
-        self._emit: Any = None
         # two slots and their events, made once per batch size: a step's copy goes to one while
         # the other's tokens are read (made per step or generation they would be work inside the
         # timed window)
@@ -160,24 +171,26 @@ class _LateReader:
         self._pending: int | None = None  # the slot written but not read yet
         self._count = 0
 
-    def start(self, emit) -> _LateReader:
-        """Ready for a generation whose tokens go to `emit`."""
-        self._emit, self._pending = emit, None
+    def start(self) -> _LateReader:
+        """Ready for a generation: nothing pending."""
+        self._pending = None
         return self
 
-    def push(self, token) -> None:
+    def push(self, token) -> list[int] | None:
+        """Queues this step's tokens; returns the step before's, now on the host (None first)."""
         index = self._count % 2
         self._slots[index].copy_(token, non_blocking=True)
         self._events[index].record()
         self._count += 1
-        self._drain()
+        host = self.finish()
         self._pending = index
+        return host
 
-    def _drain(self) -> None:
-        if self._pending is not None:
-            self._events[self._pending].synchronize()
-            self._emit(self._slots[self._pending].tolist())
-            self._pending = None
-
-    def finish(self) -> None:
-        self._drain()
+    def finish(self) -> list[int] | None:
+        """The last step's tokens once on the host (None when none is pending)."""
+        if self._pending is None:
+            return None
+        self._events[self._pending].synchronize()
+        host = self._slots[self._pending].tolist()
+        self._pending = None
+        return host

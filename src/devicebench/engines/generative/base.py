@@ -41,6 +41,8 @@ class GenerativeEngine(ABC):
     formats: ClassVar[tuple[str, ...]] = ("fp32",)
     Options: ClassVar[type[GenerativeOptions]] = GenerativeOptions
     max_batch: ClassVar[int | None] = None  # the most sequences it generates at once
+    # its generators decode a step per `next` (`steps`): a server can step batches in turn
+    steps_in_turn: ClassVar[bool] = False
 
     def skip_reason(self, device: str, precision: str) -> str | None:
         """Why this engine cannot run `precision` on `device` here, or None."""

@@ -29,6 +29,7 @@ class TorchEager(GenerativeEngine):
     formats = ("fp32", "bf16", "fp16", "int8", "int4")
     Options = TorchOptions
     static = False
+    steps_in_turn = True
     description = "torch eager (dynamic KV cache, greedy loop)"
 
     def skip_reason(self, device: str, precision: str) -> str | None:
