@@ -42,6 +42,26 @@ def test_two_generations_stepped_in_turn_each_get_their_own_greedy_tokens() -> N
     assert len(static._caches) == 2  # one per slot, at this batch size
 
 
+def test_the_late_reader_hands_each_steps_tokens_on_one_step_late() -> None:
+    """Its order, with CPU stand-ins for the pinned buffers and CUDA events (no GPU here): each
+    push returns the step before's tokens, and finish the last step's."""
+    import torch
+
+    from devicebench.engines.generative._torch_loop import _LateReader
+
+    class Event:
+        def record(self) -> None: ...
+        def synchronize(self) -> None: ...
+
+    reader = _LateReader.__new__(_LateReader)
+    reader._buffers, reader._events = torch.zeros((2, 2), dtype=torch.long), (Event(), Event())
+    reader._count = 0
+    for _ in range(2):  # a second generation starts with nothing pending
+        reader.start()
+        got = [reader.push(torch.tensor([step, step + 10])) for step in range(3)]
+        assert [*got, reader.finish(), reader.finish()] == [None, [0, 10], [1, 11], [2, 12], None]
+
+
 class SteppingGenerator:
     """Tokens of a batch's prompt length, a step every 2 ms; records the slots it was given."""
 

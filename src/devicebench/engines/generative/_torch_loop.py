@@ -163,12 +163,12 @@ class _LateReader:
     def __init__(self, batch: int) -> None:
         import torch
 
-        # two slots and their events, made once per batch size: a step's copy goes to one while
-        # the other's tokens are read (made per step or generation they would be work inside the
-        # timed window)
-        self._slots = torch.empty((2, batch), dtype=torch.long, pin_memory=True)
+        # two buffers and their events, made once per batch size and slot: a step's copy goes to
+        # one while the other's tokens are read (made per step or generation they would be work
+        # inside the timed window)
+        self._buffers = torch.empty((2, batch), dtype=torch.long, pin_memory=True)
         self._events = (torch.cuda.Event(), torch.cuda.Event())
-        self._pending: int | None = None  # the slot written but not read yet
+        self._pending: int | None = None  # the buffer written but not read yet
         self._count = 0
 
     def start(self) -> _LateReader:
@@ -179,7 +179,7 @@ class _LateReader:
     def push(self, token) -> list[int] | None:
         """Queues this step's tokens; returns the step before's, now on the host (None first)."""
         index = self._count % 2
-        self._slots[index].copy_(token, non_blocking=True)
+        self._buffers[index].copy_(token, non_blocking=True)
         self._events[index].record()
         self._count += 1
         host = self.finish()
@@ -191,6 +191,6 @@ class _LateReader:
         if self._pending is None:
             return None
         self._events[self._pending].synchronize()
-        host = self._slots[self._pending].tolist()
+        host = self._buffers[self._pending].tolist()
         self._pending = None
         return host
