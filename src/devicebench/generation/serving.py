@@ -245,20 +245,6 @@ def _shared(given: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in given.items() if k != "cells"}
 
 
-def cannot_step_in_turn(generator: str, goodput: GoodputSettings) -> str | None:
-    """Why the server cannot step this engine's batches in turn (`max_batches` above 1), or
-    None."""
-    from devicebench.engines import generative
-
-    if goodput.max_batches == 1 or generative.get(generator).steps_in_turn:
-        return None
-    return (
-        f"generate.serving.max_batches {goodput.max_batches}: engine {generator} decodes a "
-        "batch whole, not a step at a time; serve it with max_batches 1 (torch_eager and "
-        "torch_static step in turn)"
-    )
-
-
 def server_arguments(settings: Mapping[str, Any], goodput: GoodputSettings) -> list[str]:
     """The generate server's options for this cell: its model, engine and bounds."""
     prompt, output = int(settings["prompt_len"]), int(settings["output_len"])
@@ -294,12 +280,14 @@ def run_serving(
     """The `generation.serving` section of one generate cell: the server started (by
     `launcher`, the cell's from run.launchers), the search run within what is left of the cell's
     time limit, the server stopped."""
+    from devicebench.engines import generative
     from devicebench.serving.process import ServerFailed
     from devicebench.serving.token_loadgen import prompt_payloads
 
     goodput = GoodputSettings.from_config(given)
-    if why := cannot_step_in_turn(str(settings["generator"]), goodput):
-        return failed_section("server_failed", why, goodput)  # before loading anything
+    engine = generative.get(str(settings["generator"]))
+    if why := engine.step_in_turn_reason(goodput.max_batches):  # before loading anything
+        return failed_section("server_failed", f"generate.serving.{why}", goodput)
     _free_device(str(settings["device"]))  # the server loads its own copy of the model
     log_dir = Path(settings.get("log_dir") or "generate-logs") / "serving"
     tokens = int(settings["output_len"])

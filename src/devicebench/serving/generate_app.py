@@ -186,11 +186,8 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     chosen = generative.get(args.generator)
     if reason := chosen.skip_reason(args.device, args.precision):
         raise ValueError(reason)
-    if args.max_batches > 1 and not chosen.steps_in_turn:
-        raise ValueError(
-            f"--max-batches {args.max_batches}: generator {args.generator} decodes a batch "
-            "whole, not a step at a time; serve it with --max-batches 1"
-        )
+    if why := chosen.step_in_turn_reason(args.max_batches):
+        raise ValueError(f"{why}; serve it with --max-batches 1")
     if chosen.max_batch:  # llama.cpp holds one sequence: it serves streams one at a time
         args.max_batch = min(args.max_batch, chosen.max_batch)
     settings = vars(args) | {"threads_resolved": args.threads or 1}

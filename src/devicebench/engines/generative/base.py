@@ -54,6 +54,15 @@ class GenerativeEngine(ABC):
             return f"engine {self.name}: {self.distribution} is not installed; {self.install}"
         return None
 
+    def step_in_turn_reason(self, max_batches: int) -> str | None:
+        """Why a server cannot step `max_batches` of this engine's batches in turn, or None."""
+        if max_batches == 1 or self.steps_in_turn:
+            return None
+        return (
+            f"max_batches {max_batches}: engine {self.name} decodes a batch whole, not a step at "
+            "a time (torch_eager and torch_static step in turn)"
+        )
+
     def model_skip_reason(self, model: str) -> str | None:
         """Why this engine cannot load `model`, or None (every model, unless it says)."""
         return None
