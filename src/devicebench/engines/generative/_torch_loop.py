@@ -94,7 +94,9 @@ class TorchGreedy:
             for layer in getattr(cache, "layers", []):  # allocated by the prefill
                 for tensor in (getattr(layer, "keys", None), getattr(layer, "values", None)):
                     if tensor is not None:
-                        torch._dynamo.mark_static_address(tensor)
+                        # unguarded: another slot's cache of the same shape is a new
+                        # CUDA graph recorded for the one compiled step, not a recompile
+                        torch._dynamo.mark_static_address(tensor, guard=False)
         return Prefilled(first_tokens=first.tolist(), state=(first, cache, length, self.slot))
 
     def decode(self, prefilled: Prefilled, max_new_tokens: int, on_token: OnToken):
