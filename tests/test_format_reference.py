@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from devicebench.aggregate.best import best_table
 from devicebench.aggregate.quality_gate import mark_quality
@@ -88,3 +89,27 @@ def test_an_engine_pick_checked_on_real_data_is_verified_and_fp32_needs_no_check
     row = cheapest(cells({}, cpu=synthetic))
     assert row["quality"] == "quality unverified"  # agreement on synthetic data vouches nothing
     assert "n/a: synthetic data" in row["note"]
+
+
+SMOLLM2 = REPO / "results/published/h200/partial/2026-11-30-smollm2-machine-14/cells"
+
+
+def test_a_generate_cell_flagged_below_fp32s_greedy_tokens_is_never_a_best():
+    # SmolLM2's real-weight cells of machine 14: every reduced format is flagged under 99 %
+    # greedy agreement with fp32, so each device's picks are its fp32 cells or OpenVINO GenAI's,
+    # whose quality (no logits per position) the row calls unverified, saying why
+    from devicebench.aggregate import analysis
+    from devicebench.aggregate.collect import collect_records
+
+    prices = analysis.load_prices(REPO / "config/prices.yaml")
+    frame = analysis.add_analysis(collect_records(sorted(SMOLLM2.rglob("*.json"))), prices, "cpu")
+    by_cell = frame.set_index("cell_id")
+    flagged = by_cell[by_cell["quality_below_reference"].eq(True)].index
+    assert len(flagged) == 7 and all("fp32" not in cell for cell in flagged)
+    best = best_table(frame, prices)
+    picks = [*best["cpu_cell"], *best["gpu_cell"]]
+    assert picks and not set(picks) & set(flagged)
+    assert all("openvino_genai" in cell or "fp32" in cell for cell in picks)
+    openvino = best[best["cpu_cell"].str.contains("openvino_genai")]
+    assert (openvino["quality"] == "quality unverified").all() and len(openvino)
+    assert openvino["note"].str.contains("the engine gives no logits per position").all()

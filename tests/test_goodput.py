@@ -142,6 +142,25 @@ def _record(serving: dict | None) -> dict:
     return {"axes": axes | {"mode": "generate"}, "generation": gen, "status": "ok"}
 
 
+def test_a_probe_far_over_capacity_steps_to_what_the_server_completed() -> None:
+    # a start 18x over a server of 8 requests/s (batches stepped in turn multiplied the start
+    # rate, machine 14): the next probe is backoff under the 7.92/s it completed, not 75 QPS,
+    # and the search still brackets, bisects and confirms under the capacity
+    calls: list[float] = []
+    s = _settings(backoff=0.9)
+    section = goodput_section(
+        TokenSearch(s, model_server(8.0, calls), clock=lambda: 0.0).run(150.0), s
+    )
+    assert calls[0] == 150.0 and calls[1] == pytest.approx(0.9 * 8.0 * 0.99)
+    assert section["status"] == "ok", section["message"]
+    assert section["goodput_qps"] < 8.0
+    # a server that completes less than min_qps: the floor is tried once, then no_rate
+    calls.clear()
+    s = _settings(min_qps=2.0)
+    none = goodput_section(TokenSearch(s, model_server(0.5, calls), clock=lambda: 0.0).run(16.0), s)
+    assert calls == [16.0, 2.0] and none["status"] == "no_rate"
+
+
 def test_the_generation_table_prices_the_tokens_at_goodput() -> None:
     prices = {"cpu": {"per_vcpu_hour": 0.05}}
     s = _settings()

@@ -79,6 +79,19 @@ def test_an_invalid_confirming_run_ends_its_attempt_and_the_next_backs_off(tmp_p
     assert found["confirmed_at_qps"] == rates[1] and found["runs"] == 2
 
 
+def test_a_probe_far_over_capacity_steps_under_the_rate_the_server_completed(tmp_path):
+    # 400 QPS against a server of 100/s: the probe falls behind and completes about 100/s, so
+    # the next probe is backoff (0.5) under that, about 50, not half of 400 (200 QPS, which
+    # would fall behind again and drain a longer queue); min_qps 40 stops the search there
+    with queue_server(10.0) as url:
+        found = _search(url, tmp_path, p99_bound_ms=150.0, start_qps=400.0, confirm_runs=0,
+                        max_probes=2, backoff=0.5, min_qps=40.0)  # fmt: skip
+    first, second = found["probes"]
+    assert not first["valid"] and first["completed_qps"] < 0.95 * first["scheduled_qps"]
+    assert second["target_qps"] == pytest.approx(max(0.5 * first["completed_qps"], 40.0))
+    assert second["target_qps"] < 100.0
+
+
 def test_not_confirmed_counts_the_attempts_it_made(tmp_path):
     # a 5 ms bound under the 10 ms service time: every run fails; 40 QPS is under the capacity
     # (no falling behind), so each attempt backs off by half, until 10 QPS is under min_qps

@@ -42,7 +42,7 @@ CONTEXT_COLUMNS = """
     train_samples test_samples cpu_cores gpu_driver cuda cudnn python created record_path
     perplexity precision_micro recall_micro threads_requested precision_math
     agreement_fp32 quality_below_reference agreement_note model_weights min_s max_s train_steps
-    quality_not_measured
+    quality_not_measured quality_unverified
 """.split()
 CONTEXT_COLUMNS += SLO_CELL_COLUMNS  # serve cells' verdict at the p99 bound (serving_best)
 # Columns the derived tables add; known so they are never mistaken for extra axes.
@@ -219,6 +219,7 @@ def _row(path: Path) -> dict[str, Any]:
     ):
         row[key] = _get(_section(record, "quality"), key)
     row["quality_not_measured"] = _get(_section(record, "quality"), "not_measured")  # speed only
+    row.update(_generate_quality(_section(record, "quality")))
     for key in ("peak_host_mb", "peak_device_mb"):
         row[key] = _get(_section(record, "memory"), key)
     for key in ("dataset", "source", "train_samples", "test_samples"):
@@ -256,6 +257,18 @@ def _spread_and_steps(timings: Mapping[str, Any], settings: Mapping[str, Any]) -
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _generate_quality(quality: dict[str, Any]) -> dict[str, Any]:
+    """A generate cell's greedy-token agreement with fp32 as the reduced-format check: below 99 %
+    (or its perplexity up more than 2 %: `flagged`), it is never a device's best. A cell whose
+    engine gives no logits per position stays unchecked, and says why (`quality_unverified`)."""
+    if quality.get("greedy_agreement") is None or "agreement_fp32" in quality:
+        return {"quality_unverified": quality["unverified"]} if quality.get("unverified") else {}
+    return {
+        "agreement_fp32": quality["greedy_agreement"],
+        "quality_below_reference": bool(quality.get("flagged")),
+    }
 
 
 def _median(values: Any) -> float:

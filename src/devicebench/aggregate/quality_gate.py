@@ -94,6 +94,8 @@ def unverified_reason(cell: pd.Series) -> str:
     generating = str(cell.get("mode")) in modes(generates=True)
     if generating and unchecked_format(precision, str(cell.get("model_weights"))):
         return f"{precision} weights on random weights: no real model checks the format here"
+    if generating and isinstance(why := cell.get("quality_unverified"), str) and why:
+        return f"quality: {why}"  # an engine without logits per position: tokens unchecked
     reduced = precision in engines.REDUCED_FORMATS or engine in engines.MODEL_ENGINES
     inferring = str(cell.get("mode")) in modes(scores=True)
     if reduced and inferring and check not in ("agrees", "below reference"):

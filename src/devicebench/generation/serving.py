@@ -313,7 +313,10 @@ def run_serving(
             section = failed_section("no_rate", why, goodput)
         else:
             runner = token_runner(url, payloads, tokens, log_dir / "loadgen", goodput)
-            start = alone["qps"] * goodput.max_batch * goodput.max_batches
+            # a batch of max_batch at one stream's pace; batches stepped in turn share the
+            # device, so max_batches does not multiply it (x 8 the 8B's first probe ran 18x
+            # over its capacity, and its queue took 183 s to drain: machine 14, 2026-11-30)
+            start = alone["qps"] * goodput.max_batch
             section = goodput_section(TokenSearch(goodput, runner).run(start), goodput)
         section["one_stream"] = alone
         section["server"] = server.health | {"counts": server.stats(), "log": str(server.log_path)}

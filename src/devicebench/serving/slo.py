@@ -3,10 +3,10 @@ Server scenario) whose p99 latency stays under the model's bound, searched then 
 
 Search: short probes of `probe_s` (and at least `min_queries`: by default the 459 queries
 LoadGen's early-stopping estimate needs) from `start_qps` (the closed-loop pool's rate unless
-set): doubling while VALID, halving while INVALID, until a VALID rate lies below an INVALID
-one; then bisection until the bracket is within `tolerance` of its low end or `max_probes` are
-spent. A probe counts as VALID only when LoadGen says VALID and no request failed (a fast error
-would flatter the p99).
+set): doubling while VALID, halving while INVALID (or `backoff` under the rate completed, if
+the server fell behind), until a VALID rate lies below an INVALID one; then bisection until the
+bracket is within `tolerance` of its low end or `max_probes` are spent. A probe counts as VALID
+only when LoadGen says VALID and no request failed (a fast error would flatter the p99).
 
 Confirm: `confirm_runs` runs of `confirm_s` at the bracket's low end, each with at least
 `min_queries`. All VALID: `max_valid_qps` is the median of the rates LoadGen scheduled in them.
@@ -187,11 +187,9 @@ class Search:
                 qps = min(qps * 2, self.s.max_qps)
             else:
                 high = qps
-                if low is not None:
+                if low is not None or qps / 2 < self.s.min_qps:
                     break
-                if qps / 2 < self.s.min_qps:
-                    break
-                qps = qps / 2
+                qps = max(_under(self.probes[-1], qps, self.s, 0.5), self.s.min_qps)
         return low, high
 
     def _bisect(self, low: float, high: float | None) -> tuple[float, float | None]:
@@ -226,7 +224,7 @@ class Search:
                     "ok", self._found(low, high, qps), max_valid_qps=statistics.median(values),
                     confirmed_at_qps=qps, probe_qps=low, run_qps=values, confirm_runs=runs,
                 )  # fmt: skip
-            lower = _backoff(runs[-1], qps, self.s)
+            lower = _under(runs[-1], qps, self.s, self.s.backoff)
             if lower < self.s.min_qps:
                 break
             qps = lower
@@ -364,10 +362,11 @@ def _loadgen_judged(run: dict[str, Any]) -> bool:
     return (run.get("queries") or 0) >= loadgen.SERVER_EARLY_STOPPING_QUERIES
 
 
-def _backoff(run: dict[str, Any], qps: float, s: SloSettings) -> float:
-    """The next attempt's rate after an INVALID confirming run at `qps`: `backoff` lower, and
-    `backoff` under the rate the server completed when it fell behind the schedule."""
-    lower = qps * s.backoff
+def _under(run: dict[str, Any], qps: float, s: SloSettings, factor: float) -> float:
+    """The rate after an INVALID run at `qps`: `factor` times it, and `backoff` under the rate
+    the server completed when it fell behind (far over capacity, halving would take probe after
+    probe, each draining a queue that grew for the whole probe)."""
+    lower = qps * factor
     done, offered = run.get("completed_qps"), run.get("scheduled_qps") or qps
     if done and done < offered * (1 - s.tolerance):
         lower = min(lower, done * s.backoff)
