@@ -3,6 +3,7 @@ the GGUF read directly, converted once per GGUF (keyed by its SHA-256), never ha
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from devicebench.workloads import textgen_llm
@@ -12,8 +13,14 @@ TEXT = "It is a truth universally acknowledged, that a single man in possession 
 
 
 def _fresh(monkeypatch, folder) -> None:
-    monkeypatch.setenv("DEVICEBENCH_GGUF_DIR", str(folder))
-    textgen_llm.converted.cache_clear()
+    monkeypatch.setenv("DEVICEBENCH_CONVERTED_DIR", str(folder))
+    textgen_llm.tokenizer.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_tokenizer():
+    """Later tests load the tokenizer from the shared folder, not this test's tmp_path."""
+    yield
     textgen_llm.tokenizer.cache_clear()
 
 

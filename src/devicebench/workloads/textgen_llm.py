@@ -73,22 +73,32 @@ def gguf_path(model: str) -> Path:
     return path
 
 
+def converted_dir() -> Path:
+    """Where real models' GGUFs are kept converted (DEVICEBENCH_CONVERTED_DIR)."""
+    import os
+
+    found = os.environ.get("DEVICEBENCH_CONVERTED_DIR")
+    return Path(found) if found else Path.home() / ".cache" / "devicebench" / "converted"
+
+
 @cache
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def converted(model: str) -> Path:
     """A real model's GGUF converted once into transformers' own files (config, safetensors,
-    tokenizer), keyed by the GGUF's SHA-256, beside the written GGUFs (DEVICEBENCH_GGUF_DIR).
-    Reading and dequantizing the GGUF took about 20 s of every SmolLM2 cell (2 cores, twice
-    with its fp32 reference); the converted folder loads in 0.2 s, with the same tensors."""
-    import hashlib
+    tokenizer), keyed by the GGUF's SHA-256. Reading and dequantizing the GGUF took about 20 s of
+    every SmolLM2 cell (2 cores, twice with its fp32 reference); the converted folder loads in
+    0.2 s, with the same tensors."""
     import os
     import shutil
 
-    from devicebench.engines.generative._gguf_export import cache_dir
-
     path = gguf_path(model)
-    with path.open("rb") as f:
-        key = hashlib.file_digest(f, "sha256").hexdigest()[:16]
-    folder = cache_dir() / f"{model}-{key}"
+    folder = converted_dir() / f"{model}-{_sha256(path)[:16]}"
     if (folder / "model.safetensors").exists():
         return folder
     print(f"[textgen_llm] converting {path.name} once into {folder}", flush=True)
