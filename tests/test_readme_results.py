@@ -165,6 +165,30 @@ def test_a_cell_said_before_reads_the_same_cell_and_an_unchecked_int4_says_so(tm
     assert line.count("quality unverified") == 1  # bf16 is not an integer weight format
 
 
+def test_an_engine_whose_quality_cannot_be_scored_says_so_in_the_line(tmp_path):
+    """SmolLM2's real weights on OpenVINO GenAI (no logits per position): its row's quality is
+    "quality unverified: ...", and the README line says so though its weights are real."""
+    import pandas as pd
+
+    from devicebench.report.readme import generation_lines
+
+    common = dict(model="smollm2-135m", prompt_len=128, output_len=128, batch_size=1,
+                  bandwidth_fraction=0.1, criterion="fastest batch-1 decode")  # fmt: skip
+    rows = [
+        common | dict(device_label="cpu:16t", generator="openvino_genai", precision="int4",
+                      decode_tokens_per_s=100.3, cost_per_million_tokens_usd=1.92, cell_id="c",
+                      quality="quality unverified: the engine gives no logits per position"),
+        common | dict(device_label="cuda", generator="torch_static", precision="fp32",
+                      decode_tokens_per_s=445.8, cost_per_million_tokens_usd=3.43, cell_id="g",
+                      quality="ok"),
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "generation_best.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    assert "(openvino_genai, int4, 10% of its bandwidth bound; $1.92 per million output " \
+           "tokens; quality unverified)" in line  # fmt: skip
+    assert line.count("quality unverified") == 1  # the GPU's fp32 cell was scored: ok
+
+
 def test_a_prefill_only_pair_reads_its_first_token_and_prompt_price_never_nan(tmp_path):
     """2048/1 has no decode: the line gives each device's TTFT and price per million prompt
     tokens (said once where the cheapest is the fastest cell), and a goodput search that found

@@ -164,7 +164,11 @@ def serving_lines(rows: pd.DataFrame) -> list[str]:
 def _generation_cell(row: pd.Series) -> str:
     share = row.get("bandwidth_fraction")
     bound = f", {share:.0%} of its bandwidth bound" if pd.notna(share) else ""
-    unchecked = unchecked_format(str(row["precision"]), str(row.get("quality", "")))
+    quality = str(row.get("quality", ""))
+    # an integer format of random weights, or an engine whose answers cannot be scored
+    unchecked = unchecked_format(str(row["precision"]), quality) or quality.startswith(
+        "quality unverified"
+    )
     return (
         f"{row['decode_tokens_per_s']:,.1f} tokens/s at batch {int(row['batch_size'])} "
         f"({row['generator']}, {row['precision']}{bound}; "
