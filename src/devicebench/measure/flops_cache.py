@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from devicebench.atomic import atomic_path
+from devicebench.cache_dirs import cache_folder
 
 PACKAGE = Path(__file__).resolve().parents[1]
 # Settings besides a task's own axes that a count may depend on.
@@ -25,8 +25,7 @@ SHAPE_SETTINGS = ("weights", "pretrained", "dataset")
 
 
 def cache_dir() -> Path:
-    given = os.environ.get("DEVICEBENCH_FLOPS_CACHE")
-    return Path(given) if given else PACKAGE.parents[1] / "results" / "cache" / "flops"
+    return cache_folder("DEVICEBENCH_FLOPS_CACHE", PACKAGE.parents[1] / "results/cache/flops")
 
 
 @cache

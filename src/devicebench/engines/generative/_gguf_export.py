@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from devicebench.cache_dirs import cache_folder, user_cache
+
 WRITER_VERSION = 2  # bump when the written file changes: cached files of older versions are stale
 # GGUF file types by name -> llama.cpp's llama_ftype (what `llama_model_quantize` is asked for)
 FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}
@@ -34,8 +36,7 @@ Progress = Callable[[str], None]
 
 
 def cache_dir() -> Path:
-    found = os.environ.get("DEVICEBENCH_GGUF_DIR")
-    return Path(found) if found else Path.home() / ".cache" / "devicebench" / "gguf"
+    return cache_folder("DEVICEBENCH_GGUF_DIR", user_cache("gguf"))
 
 
 def describe(file_type: str) -> str:
