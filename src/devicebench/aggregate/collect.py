@@ -262,7 +262,7 @@ def _number(value: Any) -> bool:
 def _generate_quality(quality: dict[str, Any]) -> dict[str, Any]:
     """A generate cell's greedy-token agreement with fp32 as the reduced-format check: below 99 %
     (or its perplexity up more than 2 %: `flagged`), it is never a device's best. A cell whose
-    engine gives no logits per position stays unchecked, and says why (`quality_unverified`)."""
+    engine cannot score the chapter stays unchecked, and says why (`quality_unverified`)."""
     if quality.get("greedy_agreement") is None or "agreement_fp32" in quality:
         return {"quality_unverified": quality["unverified"]} if quality.get("unverified") else {}
     return {

@@ -23,7 +23,8 @@ WINDOW = 512  # tokens per perplexity window (no overlap)
 def score(model: Any, ids: list[int], window: int = WINDOW) -> tuple[float, np.ndarray]:
     """(perplexity, greedy next-token predictions) over consecutive windows of `ids`: each
     position's prediction sees the same real text before it, whatever the model. A torch model,
-    or an engine's generator that scores with its own logits (`score_ids`, llama.cpp's)."""
+    or an engine's generator that scores with its own numbers (`score_ids`: llama.cpp's logits,
+    OpenVINO GenAI's log probabilities and greedy tokens)."""
     if hasattr(model, "score_ids"):
         return model.score_ids(ids, window)
     import torch

@@ -8,8 +8,9 @@ same, and OpenVINO computes in bf16 where the CPU has it). SmolLM2's int4 runs i
 Its reader builds Llama's RoPE without Llama-3's scaling (`rope_freqs`): the same work, other
 numbers, so the Llama shapes' tokens differ from torch's (random weights: no quality either way).
 It runs LLMPipeline's own engine on the CPU, the continuous-batching pipeline, one scheduler step
-at a time: batches of any size. It exposes no per-position logits, so its quality on SmolLM2 is
-the free-running generation's agreement only.
+at a time: batches of any size. It exposes no per-position logits; its quality on SmolLM2 is
+scored from what it does expose (`score_ids`): a window's tokens' log probabilities, asked back
+with `echo`, and each position's greedy token.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from devicebench.engines.generative import _gguf_export, llama_cpp
 from devicebench.engines.generative.base import GenerativeEngine, GenerativeOptions
@@ -103,11 +106,11 @@ class OpenvinoGreedy:
     def __init__(self, path: Path, threads: int, context: int, batch: int, kv_bytes: int) -> None:
         import openvino_genai
 
-        self.path, self.context = path, context
+        self.path, self.context, self.batch, self.kv_bytes = path, context, batch, kv_bytes
+        self.properties = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": int(threads)}
         self.pipe = openvino_genai.ContinuousBatchingPipeline(
-            str(path), scheduler(context, batch, kv_bytes), "CPU",
-            {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": int(threads)},
-        )  # fmt: skip
+            str(path), scheduler(context, batch, kv_bytes), "CPU", self.properties
+        )
         self.weight_bytes = path.stat().st_size  # the quantized weights read per token
         self.name = "openvino-genai"
         self._ids = itertools.count()
@@ -115,7 +118,6 @@ class OpenvinoGreedy:
     def prefill(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> Prefilled:
         """The requests added, each `max_new_tokens` long (fixed when a request is added), and
         stepped until each has its first token."""
-        import numpy as np
         import openvino as ov
         import openvino_genai
 
@@ -167,6 +169,36 @@ class OpenvinoGreedy:
                 return
             self.pipe.step()
 
+    def score_ids(self, ids: list[int], window: int) -> tuple[float, np.ndarray]:
+        """(perplexity, greedy next-token predictions) over consecutive windows of `ids`, as
+        quality.score defines them, from the engine's own numbers. LLMPipeline gives no logits:
+        a window asked back with `echo` and `logprobs` returns each of its tokens' log
+        probability (the perplexity), and each position's greedy token is a one-token request
+        of the window up to it (teacher-forced, as fp32's argmax), in a second pipeline whose
+        prefix cache keeps the window's KV, so each costs a decode step."""
+        import openvino_genai
+
+        kv = self.kv_bytes * (window + 2) // max(self.context * self.batch, 1) + 1
+        pipe = openvino_genai.ContinuousBatchingPipeline(
+            str(self.path), scheduler(window + 2, 1, kv, prefix_caching=True), "CPU",
+            self.properties,
+        )  # fmt: skip
+        total, count, predicted = 0.0, 0, []
+        for start in range(0, len(ids) - 1, window):
+            chunk = [int(t) for t in ids[start : start + window + 1]]
+            if len(chunk) < 2:
+                break
+            echoed, logprobs = _one_token(pipe, chunk, echo=True)
+            if echoed[: len(chunk)] != chunk:
+                raise RuntimeError("openvino-genai: the echoed window is not the window asked")
+            total -= float(sum(logprobs[1 : len(chunk)]))  # the first token has no context
+            count_in = len(chunk) - 1
+            count += count_in
+            predicted.append(
+                [_one_token(pipe, chunk[: i + 1])[0][-1] for i in range(len(chunk) - 1)]
+            )
+        return math.exp(total / count), np.concatenate([np.array(p) for p in predicted])
+
     def parameter_count(self) -> int:
         import gguf
 
@@ -186,16 +218,35 @@ class _Requests:
     unread: list[list[int]]
 
 
-def scheduler(context: int, batch: int, kv_bytes: int) -> Any:
+_SCORED = itertools.count()  # the scoring pipeline's request ids
+
+
+def _one_token(pipe: Any, prompt: list[int], echo: bool = False) -> tuple[list[int], list[float]]:
+    """One greedy token after `prompt`: the ids and log probabilities a request returns (with
+    `echo`, the prompt's own first, each with its log probability)."""
+    import openvino as ov
+    import openvino_genai
+
+    config = openvino_genai.GenerationConfig(
+        max_new_tokens=1, ignore_eos=True, do_sample=False, echo=echo, logprobs=1
+    )
+    handle = pipe.add_request(next(_SCORED), ov.Tensor(np.array([prompt], dtype=np.int64)), config)
+    while pipe.has_non_finished_requests():
+        pipe.step()
+    (output,) = handle.read_all()
+    return [int(t) for t in output.generated_ids], [float(p) for p in output.generated_log_probs]
+
+
+def scheduler(context: int, batch: int, kv_bytes: int, prefix_caching: bool = False) -> Any:
     """The scheduler of one cell: room for `batch` sequences of `context` positions, every
-    prompt of a batch in one step, no prefix caching."""
+    prompt of a batch in one step, no prefix caching (but for quality scoring)."""
     import openvino_genai
 
     config = openvino_genai.SchedulerConfig()
     config.max_num_seqs = max(batch, 1)
     config.max_num_batched_tokens = max(context * batch, 256)
     config.dynamic_split_fuse = False
-    config.enable_prefix_caching = False
+    config.enable_prefix_caching = prefix_caching
     config.cache_size = max(1, math.ceil(kv_bytes / 1e9) + 1)  # GB of KV cache
     return config
 
