@@ -192,11 +192,8 @@ class OpenvinoGreedy:
             if echoed[: len(chunk)] != chunk:
                 raise RuntimeError("openvino-genai: the echoed window is not the window asked")
             total -= float(sum(logprobs[1 : len(chunk)]))  # the first token has no context
-            count_in = len(chunk) - 1
-            count += count_in
-            predicted.append(
-                [_one_token(pipe, chunk[: i + 1])[0][-1] for i in range(len(chunk) - 1)]
-            )
+            count += len(chunk) - 1
+            predicted.append([_one_token(pipe, chunk[:end])[0][-1] for end in range(1, len(chunk))])
         return math.exp(total / count), np.concatenate([np.array(p) for p in predicted])
 
     def parameter_count(self) -> int:
