@@ -142,7 +142,7 @@ def test_openvino_genai_is_scored_from_its_own_log_probabilities(austen, smollm2
     """OpenVINO GenAI gives no logits, yet it is judged: each window echoed with its tokens' log
     probabilities (the perplexity), each position's greedy token a one-token request. F16 (the
     bf16 cell's file) scores as torch fp32 does, within 1 %; the shipped Q4_1, the same weights
-    as the reference, loses far more than llama.cpp's requantized Q4_0 does here (perplexity
+    as the reference, loses far more on it than llama.cpp does on that file (perplexity
     +21 % over 1,024 tokens, 70 % agreement, 2026-11-30): the gate flags it."""
     pytest.importorskip("openvino_genai", reason="the package's dependencies install it")
     from devicebench.engines.generative import get as engine
