@@ -98,7 +98,8 @@ def test_a_generate_cell_flagged_below_fp32s_greedy_tokens_is_never_a_best():
     # SmolLM2's 15 published real-weight cells (machine 15, OpenVINO GenAI's on machine 16):
     # every reduced format is flagged under 99 % greedy agreement with fp32, OpenVINO GenAI's
     # too (scored from its log probabilities and greedy tokens), so each device's pick is its
-    # fp32 cell: not the GPU's int4 loop, its fastest, nor the CPU's fastest (llama.cpp on the shipped Q4_1)
+    # fp32 cell: not the GPU's int4 loop, its fastest, nor the CPU's fastest (llama.cpp on the
+    # shipped Q4_1)
     from devicebench.aggregate import analysis
     from devicebench.aggregate.collect import collect_records
 
