@@ -168,7 +168,7 @@ def test_openvino_genai_is_scored_from_its_own_log_probabilities(austen, smollm2
 
 
 def test_an_engine_without_logits_is_shown_not_judged(austen, smollm2) -> None:
-    """An engine that cannot score the chapter (no `score_ids`, no torch model): its SmolLM2
+    """An engine that cannot score the chapter (no `score_windows`, no torch model): its SmolLM2
     cell's quality says so, its free-running agreement is shown, and the generation table
     reads it "quality unverified"."""
     from devicebench.aggregate.generation import _quality

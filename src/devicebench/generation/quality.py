@@ -20,29 +20,38 @@ MAX_PERPLEXITY_RISE = 0.02
 WINDOW = 512  # tokens per perplexity window (no overlap)
 
 
+# A window's scores: the summed negative log-likelihood of its tokens after the first, and the
+# greedy next-token prediction at each position but its last
+Scored = tuple[float, np.ndarray]
+
+
 def score(model: Any, ids: list[int], window: int = WINDOW) -> tuple[float, np.ndarray]:
     """(perplexity, greedy next-token predictions) over consecutive windows of `ids`: each
     position's prediction sees the same real text before it, whatever the model. A torch model,
-    or an engine's generator that scores with its own numbers (`score_ids`: llama.cpp's logits,
-    OpenVINO GenAI's log probabilities and greedy tokens)."""
-    if hasattr(model, "score_ids"):
-        return model.score_ids(ids, window)
+    or an engine's generator that scores windows with its own numbers (`score_windows`:
+    llama.cpp's logits, OpenVINO GenAI's log probabilities and greedy tokens)."""
+    chunks = [ids[start : start + window + 1] for start in range(0, len(ids) - 1, window)]
+    chunks = [[int(t) for t in chunk] for chunk in chunks if len(chunk) >= 2]
+    if hasattr(model, "score_windows"):
+        scored = model.score_windows(chunks)
+    else:
+        scored = _torch_windows(model, chunks)
+    total, count = sum(nll for nll, _ in scored), sum(len(chunk) - 1 for chunk in chunks)
+    return math.exp(total / count), np.concatenate([predicted for _, predicted in scored])
+
+
+def _torch_windows(model: Any, chunks: list[list[int]]) -> list[Scored]:
+    """A torch model's Scored per window, from its logits."""
     import torch
 
-    device = next(model.parameters()).device
-    total, count, predicted = 0.0, 0, []
+    device, scored = next(model.parameters()).device, []
     with torch.inference_mode():
-        for start in range(0, len(ids) - 1, window):
-            chunk = torch.tensor([ids[start : start + window + 1]], device=device)
-            if chunk.shape[1] < 2:
-                break
-            logits = model(input_ids=chunk[:, :-1]).logits.float()
-            loss = torch.nn.functional.cross_entropy(
-                logits[0], chunk[0, 1:], reduction="sum"
-            ).item()
-            total, count = total + loss, count + chunk.shape[1] - 1
-            predicted.append(logits[0].argmax(-1).cpu().numpy())
-    return math.exp(total / count), np.concatenate(predicted)
+        for chunk in chunks:
+            tokens = torch.tensor([chunk], device=device)
+            logits = model(input_ids=tokens[:, :-1]).logits.float()[0]
+            nll = torch.nn.functional.cross_entropy(logits, tokens[0, 1:], reduction="sum")
+            scored.append((nll.item(), logits.argmax(-1).cpu().numpy()))
+    return scored
 
 
 def perplexity(model: Any, ids: list[int], window: int = WINDOW) -> float:

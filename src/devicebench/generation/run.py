@@ -127,7 +127,7 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
     from devicebench.generation.quality import quality_section
 
     tokens = np.array(timings[-1].tokens, dtype=np.int64)
-    scored = generator if hasattr(generator, "score_ids") else getattr(generator, "model", None)
+    scored = generator if hasattr(generator, "score_windows") else getattr(generator, "model", None)
     quality = quality_section(settings, scored, prompts, tokens)
     mark("reference_done")
     section = summary | measured | bound | engine.describe(options)

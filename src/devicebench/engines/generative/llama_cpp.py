@@ -14,7 +14,6 @@ the quick study's 10 minutes; without it every cell is skipped with that reason.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,29 +113,26 @@ class LlamaCppGreedy:
         stream.close()
         return [out]
 
-    def score_ids(self, ids: list[int], window: int) -> tuple[float, np.ndarray]:
-        """(perplexity, greedy next-token predictions) over consecutive windows of `ids`, from
-        llama.cpp's logits at every position (a second context that keeps them all)."""
+    def score_windows(self, chunks: list[list[int]]) -> list[tuple[float, np.ndarray]]:
+        """Each window's summed negative log-likelihood and greedy predictions (quality.score),
+        from llama.cpp's logits at every position (a second context that keeps them all)."""
         from llama_cpp import Llama
 
+        longest = max(len(chunk) for chunk in chunks)
         scorer = Llama(
-            model_path=str(self.path), n_ctx=window + 1, n_batch=window + 1,
+            model_path=str(self.path), n_ctx=longest, n_batch=longest,
             n_threads=self.threads, logits_all=True, verbose=False,
         )  # fmt: skip
-        total, count, predicted = 0.0, 0, []
-        for start in range(0, len(ids) - 1, window):
-            chunk = ids[start : start + window + 1]
-            if len(chunk) < 2:
-                break
+        scored = []
+        for chunk in chunks:
             scorer.reset()
             scorer.eval(chunk[:-1])
             logits = np.asarray(scorer.scores[: len(chunk) - 1], dtype=np.float64)
             shifted = logits - logits.max(axis=1, keepdims=True)
             logprobs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            total -= float(logprobs[np.arange(len(chunk) - 1), chunk[1:]].sum())
-            count += len(chunk) - 1
-            predicted.append(logits.argmax(axis=1))
-        return math.exp(total / count), np.concatenate(predicted)
+            nll = -float(logprobs[np.arange(len(chunk) - 1), chunk[1:]].sum())
+            scored.append((nll, logits.argmax(axis=1)))
+        return scored
 
     def parameter_count(self) -> int:
         return int(self.llm._model.n_params())

@@ -9,7 +9,7 @@ Its reader builds Llama's RoPE without Llama-3's scaling (`rope_freqs`): the sam
 numbers, so the Llama shapes' tokens differ from torch's (random weights: no quality either way).
 It runs LLMPipeline's own engine on the CPU, the continuous-batching pipeline, one scheduler step
 at a time: batches of any size. It exposes no per-position logits; its quality on SmolLM2 is
-scored from what it does expose (`score_ids`): a window's tokens' log probabilities, asked back
+scored from what it does expose (`score_windows`): a window's tokens' log probabilities, asked back
 with `echo`, and each position's greedy token.
 """
 
@@ -106,7 +106,8 @@ class OpenvinoGreedy:
     def __init__(self, path: Path, threads: int, context: int, batch: int, kv_bytes: int) -> None:
         import openvino_genai
 
-        self.path, self.context, self.batch, self.kv_bytes = path, context, batch, kv_bytes
+        self.path, self.context = path, context
+        self.kv_per_position = kv_bytes / max(context * batch, 1)  # what quality scoring sizes by
         self.properties = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": int(threads)}
         self.pipe = openvino_genai.ContinuousBatchingPipeline(
             str(path), scheduler(context, batch, kv_bytes), "CPU", self.properties
@@ -169,32 +170,29 @@ class OpenvinoGreedy:
                 return
             self.pipe.step()
 
-    def score_ids(self, ids: list[int], window: int) -> tuple[float, np.ndarray]:
-        """(perplexity, greedy next-token predictions) over consecutive windows of `ids`, as
-        quality.score defines them, from the engine's own numbers. LLMPipeline gives no logits:
-        a window asked back with `echo` and `logprobs` returns each of its tokens' log
-        probability (the perplexity), and each position's greedy token is a one-token request
-        of the window up to it (teacher-forced, as fp32's argmax), in a second pipeline whose
-        prefix cache keeps the window's KV, so each costs a decode step."""
+    def score_windows(self, chunks: list[list[int]]) -> list[tuple[float, np.ndarray]]:
+        """Each window's summed negative log-likelihood and greedy predictions (quality.score),
+        from the engine's own numbers. LLMPipeline gives no logits: a window asked back with
+        `echo` and `logprobs` returns each of its tokens' log probability, and each position's
+        greedy token is a one-token request of the window up to it (teacher-forced, as fp32's
+        argmax), in a second pipeline whose prefix cache keeps the window's KV, so each costs a
+        decode step."""
         import openvino_genai
 
-        kv = self.kv_bytes * (window + 2) // max(self.context * self.batch, 1) + 1
+        context = max(len(chunk) for chunk in chunks) + 1
         pipe = openvino_genai.ContinuousBatchingPipeline(
-            str(self.path), scheduler(window + 2, 1, kv, prefix_caching=True), "CPU",
-            self.properties,
+            str(self.path), scheduler(context, 1, math.ceil(self.kv_per_position * context),
+                                      prefix_caching=True), "CPU", self.properties,
         )  # fmt: skip
-        total, count, predicted = 0.0, 0, []
-        for start in range(0, len(ids) - 1, window):
-            chunk = [int(t) for t in ids[start : start + window + 1]]
-            if len(chunk) < 2:
-                break
+        scored = []
+        for chunk in chunks:
             echoed, logprobs = _one_token(pipe, chunk, echo=True)
             if echoed[: len(chunk)] != chunk:
                 raise RuntimeError("openvino-genai: the echoed window is not the window asked")
-            total -= float(sum(logprobs[1 : len(chunk)]))  # the first token has no context
-            count += len(chunk) - 1
-            predicted.append([_one_token(pipe, chunk[:end])[0][-1] for end in range(1, len(chunk))])
-        return math.exp(total / count), np.concatenate([np.array(p) for p in predicted])
+            nll = -float(sum(logprobs[1 : len(chunk)]))  # the first token has no context
+            predicted = [_one_token(pipe, chunk[:end])[0][-1] for end in range(1, len(chunk))]
+            scored.append((nll, np.array(predicted)))
+        return scored
 
     def parameter_count(self) -> int:
         import gguf
