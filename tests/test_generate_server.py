@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import httpx
 import numpy as np
@@ -270,3 +271,32 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> N
     assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(
         0.05 / 3600 / served["output_tokens_per_s"] * 1e6
     )
+
+
+def test_continuous_batching_serves_a_stream_of_another_length_while_a_long_one_streams() -> None:
+    """transformers_cb behind the server: a stream of another prompt length, sent while a
+    3,000-token stream runs, gets its own greedy tokens before that stream ends (it joined the
+    running batch); the long stream's client then leaves, and its request is cut and cancelled."""
+    prompt = [3, 1, 4, 1, 5]
+    limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_stream_s=60)
+    with server("transformers_cb", **limits) as running:
+        assert running.health["batching"] == "continuous (transformers_cb): up to 4 streams a step"
+        url = f"{running.url}/generate"
+        body = {"prompt": prompt, "max_tokens": 6}
+        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+            alone = lines(answer)
+        long = {"prompt": [1, 2], "max_tokens": 3000}
+        with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
+            items = busy.iter_lines()
+            next(items)
+            with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+                meanwhile = lines(answer)
+            during = running.stats()
+        for _ in range(100):  # the long stream's client left: cut at its next token
+            counts = running.stats()
+            if counts["open_streams"] == 0:
+                break
+            time.sleep(0.1)
+    assert meanwhile == alone and alone[-1] == {"done": True, "tokens": 6}
+    assert during["ok"] == 2 and during["open_streams"] == 1
+    assert counts["ok"] == 2 and counts["cut"] == 1 and counts["open_streams"] == 0

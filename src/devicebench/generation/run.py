@@ -97,21 +97,13 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
     engine, options = engine_options(settings)
     generator = engine.load(settings["model"], options)
     mark("backend_built")
-    started = time.perf_counter()
-    time_generation(generator, prompts, output_len)  # warm-up (and compile), untimed
-    first_call_s = time.perf_counter() - started
-    mark("warmed_up")
-    timings = []
-    meter = EnergyMeter(device, enabled=bool(settings.get("measure_energy", True))).start()
-    timed_start = time.time()
-    for repetition in range(int(settings["repetitions"])):
-        timing = time_generation(generator, prompts, output_len)
-        clock.check_counts(timing, batch=batch, prompt_len=prompt_len, output_len=output_len)
-        timings.append(timing)
-        print(f"[generate] repetition {repetition + 1}: {timing.total_s:.3f} s", flush=True)
-    timed_end = time.time()
+    try:
+        timed = _timed(generator, prompts, settings)
+    finally:  # a generator with threads of its own (transformers_cb) ends them
+        if stop := getattr(generator, "stop", None):
+            stop()
+    first_call_s, timings, energy, timed_start, timed_end = timed
     summary = clock.summarize(timings)
-    energy = meter.stop(summary["output_tokens"])
     mark("run_done")
     shape = textgen_llm.shape(settings["model"])
     kv_full = bandwidth.kv_cache_bytes(
@@ -162,6 +154,27 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
         },
         "data": {key: data[key] for key in ("dataset", "source", "synthetic")},
     }
+
+
+def _timed(generator: Any, prompts: list[list[int]], settings: dict[str, Any]) -> tuple:
+    """One untimed warm-up batch (it compiles), then the timed repetitions, each checked."""
+    prompt_len, output_len = int(settings["prompt_len"]), int(settings["output_len"])
+    batch, device = int(settings["batch_size"]), str(settings["device"])
+    started = time.perf_counter()
+    time_generation(generator, prompts, output_len)  # warm-up (and compile), untimed
+    first_call_s = time.perf_counter() - started
+    mark("warmed_up")
+    timings = []
+    meter = EnergyMeter(device, enabled=bool(settings.get("measure_energy", True))).start()
+    timed_start = time.time()
+    for repetition in range(int(settings["repetitions"])):
+        timing = time_generation(generator, prompts, output_len)
+        clock.check_counts(timing, batch=batch, prompt_len=prompt_len, output_len=output_len)
+        timings.append(timing)
+        print(f"[generate] repetition {repetition + 1}: {timing.total_s:.3f} s", flush=True)
+    timed_end = time.time()
+    energy = meter.stop(clock.summarize(timings)["output_tokens"])
+    return first_call_s, timings, energy, timed_start, timed_end
 
 
 def _weights(model: str) -> str:

@@ -196,6 +196,7 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     started = time.perf_counter()
     generator = engine.load(args.model, options)
     static = getattr(generator, "static", False)
+    continuous = hasattr(generator, "submit")
     buckets = batch_buckets(args.max_batch) if static else (1,)
     steps = max(2, min(4, args.max_new_tokens))  # CUDA graph trees: warm, record, replay
     for slot in range(args.max_batches if static else 1):  # each slot its own cache
@@ -217,7 +218,9 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     if limits.max_batches > 1:
         batching += f"; up to {limits.max_batches} batches stepped in turn, a token each"
     batched = max(limits.max_batch, limits.max_batches) > 1
-    info |= {"limits": vars(limits), "batching": batching if batched else "none"}
+    if continuous:  # its own scheduler: streams of any length join between two steps
+        batching = f"continuous ({engine.name}): up to {limits.max_batch} streams a step"
+    info |= {"limits": vars(limits), "batching": batching if batched or continuous else "none"}
     return generator, limits, info | engine.describe(options)
 
 
@@ -238,7 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     publish_port(args.port_file, port)
     print(f"[serve] {args.model} ({args.generator}) generating on {args.host}:{port} {note}")
     sys.stdout.flush()
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:  # a generator with threads of its own (transformers_cb) ends them
+        if stop := getattr(generator, "stop", None):
+            stop()
     return 0
 
 

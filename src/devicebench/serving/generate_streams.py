@@ -2,7 +2,9 @@
 response as they come, waiting streams of one shape generated together (static batching), each
 cut between two tokens when over its time or when its client left. With `max_batches` above 1
 the model thread steps up to that many batches in turn, a token each, and starts waiting streams
-as a new batch between two steps: a stream waits for a step, not for a whole batch to end."""
+as a new batch between two steps: a stream waits for a step, not for a whole batch to end. A
+generator that batches continuously itself (`submit`: transformers_cb) gets each stream as it
+opens, and the stream joins its running batch at the next step."""
 
 from __future__ import annotations
 
@@ -98,6 +100,7 @@ class Streams:
     def __init__(self, generator: Any, limits: Limits, counts: dict[str, int]) -> None:
         self.generator, self.limits, self.counts = generator, limits, counts
         self.pad = bool(getattr(generator, "static", False))
+        self.continuous = hasattr(generator, "submit")  # it batches requests itself
         if limits.max_batches > 1 and not hasattr(generator, "steps"):
             name = getattr(generator, "name", type(generator).__name__)
             raise ValueError(
@@ -119,10 +122,41 @@ class Streams:
             if self.open_streams >= self.limits.max_streams:
                 return None
             self.open_streams += 1
-            self.waiting.append(stream)
+            if not self.continuous:
+                self.waiting.append(stream)
+        if self.continuous:
+            self._submit(stream)
+            return stream
         # one job per stream: none is left waiting
         self.model_thread.submit(self._next_batch if self.limits.max_batches == 1 else self._turns)
         return stream
+
+    def _submit(self, stream: Stream) -> None:
+        """Hands the stream to a continuously batching generator. Its tokens come on the
+        generator's thread, which alone ends the stream: done, failed, or cut between two tokens
+        (then the request is cancelled)."""
+
+        def on_tokens(tokens: list[int], finished: bool, error: str | None) -> bool:
+            was_open = not stream.ended
+            for token in tokens:
+                if stream.ended:
+                    break
+                stream.put("token", int(token))
+                self._going(stream)
+            if finished and not stream.ended:
+                if error is None:
+                    self._finish([stream])
+                else:
+                    self._fail([stream], RuntimeError(error))
+            if stream.ended and was_open:
+                self._close([stream])
+            return not stream.ended
+
+        try:
+            self.generator.submit(stream.prompt, stream.max_tokens, on_tokens)
+        except Exception as error:  # noqa: BLE001 - the stream's last line says what failed
+            self._fail([stream], error)
+            self._close([stream])
 
     def _take(self) -> list[Stream]:
         """The oldest waiting stream and those that can share its batch."""
