@@ -239,10 +239,12 @@ def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> Non
     assert not slo.run_valid(run | {"latency_met": False})
 
 
-def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> None:
+@pytest.mark.parametrize("generator", ["torch_eager", "transformers_cb"])
+def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path, generator) -> None:
     """The whole cell through run_cell: generation, then the server, LoadGen's Server runs with
     token latencies (a probe and one confirming run, 459 queries each, at a rate a tiny model
-    keeps far under MLPerf's bounds on a shared CPU), the section and the table's columns."""
+    keeps far under MLPerf's bounds on a shared CPU), the section and the table's columns. The
+    process ends: transformers_cb's threads are stopped."""
     folder = tmp_path / "data"
     prepare_dataset("nietzsche", "synthetic", folder, train_samples=64, test_samples=32, seed=3)
     serving = {"start_qps": 40, "max_qps": 40, "probe_s": 1, "confirm_s": 1, "confirm_runs": 1}
@@ -251,7 +253,7 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> N
     command = [
         sys.executable, str(REPO / "scripts" / "run_cell.py"), "task=textgen_llm",
         "model=llama-tiny", "mode=generate", "batch_size=2", "threads=1", "repetitions=1",
-        "prompt_len=16", "output_len=4", "generator=torch_eager",
+        "prompt_len=16", "output_len=4", f"generator={generator}",
         "generate=" + json.dumps({"bandwidth_mb": 32, "serving": serving}),
         "--data", str(folder / "manifest.json"), "--out", str(tmp_path / "cell.json"),
     ]  # fmt: skip
@@ -266,6 +268,7 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path) -> N
     assert served["early_stopping_met"] is True and served["queries"][0] >= 459
     assert served["server"]["counts"]["ok"] >= sum(p["queries"] for p in served["probes"])
     assert served["settings"]["max_batch"] == 2 and served["server"]["limits"]["max_batch"] == 2
+    assert record["generation"]["generator"] == generator
     row = generation_table([tmp_path / "cell.json"], {"cpu": {"per_vcpu_hour": 0.05}}).iloc[0]
     assert row["goodput_qps"] == served["goodput_qps"]
     assert row["goodput_cost_per_million_tokens_usd"] == pytest.approx(

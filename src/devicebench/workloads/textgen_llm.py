@@ -256,7 +256,9 @@ class TextgenLlm(Workload):
         axes={
             "prompt_len": (128, 1024, 2048),
             "output_len": (128, 1),
-            "generator": ("torch_eager", "torch_static", "openvino_genai", "llama_cpp"),
+            "generator": (
+                "torch_eager", "torch_static", "openvino_genai", "llama_cpp", "transformers_cb",
+            ),
         },
         modes=("generate",),
         work_axes=("prompt_len", "output_len"),
