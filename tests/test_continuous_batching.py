@@ -1,7 +1,8 @@
-"""transformers_cb: transformers' continuous batching manager behind the Generator protocol and
-the request API (`submit`) the generate server's streams use. A request joins the running batch
-between two steps, whatever its prompt length, and gets its own greedy tokens (a tiny Llama of
-random weights on this CPU)."""
+"""Continuous batching: transformers_cb (transformers' manager behind the Generator protocol and
+the request API, `submit`, the generate server's streams use) and torch_rows (a static cache of
+a row per request, `fill_row` and `step`). A request joins the running batch between two steps,
+whatever its prompt length, and gets its own greedy tokens (a tiny Llama of random weights on
+this CPU)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,45 @@ def test_a_failed_manager_ends_every_open_request_with_the_reason() -> None:
     finally:
         generator.stop()
     assert "the manager's thread stopped" in waiting.error
+
+
+def test_rows_joining_a_running_batch_each_get_their_own_greedy_tokens() -> None:
+    """torch_rows: a 5-token prompt joins a row while a 2-token prompt's row decodes (each row
+    writes and attends at its own position); a third prompt then reuses the first's row."""
+    from devicebench.engines.generative._row_batch import RowBatch
+
+    model = textgen_llm.build_model("llama-tiny", "cpu", "fp32", seed=1)
+    rows = RowBatch(model, "cpu", rows=2, max_cache_len=40)
+    first = [rows.fill_row(0, [1, 2])]
+    first += [rows.step()[0] for _ in range(10)]
+    second = [rows.fill_row(1, [3, 1, 4, 1, 5])]
+    for _ in range(5):
+        tokens = rows.step()
+        first.append(tokens[0])
+        second.append(tokens[1])
+    third = [rows.fill_row(0, [9] * 7)]  # whatever row 0 held is masked out
+    third += [rows.step()[0] for _ in range(4)]
+    assert first == greedy_alone([[1, 2]], 16)[0]
+    assert second == greedy_alone([[3, 1, 4, 1, 5]], 6)[0]
+    assert third == greedy_alone([[9] * 7], 5)[0]
+    assert rows.cache.positions.tolist() == [7 + 4, 5 + 5 + 4]
+
+
+def test_a_torch_rows_cell_times_a_batch_on_the_one_clock() -> None:
+    engine = generative.get("torch_rows")
+    options = engine.options_from(
+        {"seed": 1, "max_cache_len": 30, "max_batch": 3}, precision="fp32", threads=1, device="cpu"
+    )
+    generator = engine.load("llama-tiny", options)
+    prompts = np.random.default_rng(0).integers(0, 512, (3, 20)).tolist()
+    timing = time_generation(generator, prompts, 9)
+    assert timing.tokens == greedy_alone(prompts, 9)
+    assert generator.rows == 3 and len(timing.token_s) == 8
+    with pytest.raises(ValueError, match="4 prompts for 3 rows"):
+        generator.prefill(prompts + prompts[:1], 9)
+    with pytest.raises(ValueError, match="a 30-token prompt in rows of 30"):
+        generator.fill_row(0, [1] * 30)
+    assert engine.cell_skip_reason({"device": "cpu", "precision": "int4", "batch_size": 1,
+                                    "model": "llama-tiny"}) == (
+        "engine torch_rows has no int4 path (it runs fp32, bf16, fp16)"
+    )  # fmt: skip

@@ -239,7 +239,7 @@ def test_loadgen_server_with_token_latencies_against_the_server(tmp_path) -> Non
     assert not slo.run_valid(run | {"latency_met": False})
 
 
-@pytest.mark.parametrize("generator", ["torch_eager", "transformers_cb"])
+@pytest.mark.parametrize("generator", ["torch_eager", "transformers_cb", "torch_rows"])
 def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path, generator) -> None:
     """The whole cell through run_cell: generation, then the server, LoadGen's Server runs with
     token latencies (a probe and one confirming run, 459 queries each, at a rate a tiny model
@@ -276,14 +276,17 @@ def test_a_generate_cell_serves_its_model_and_records_its_goodput(tmp_path, gene
     )
 
 
-def test_continuous_batching_serves_a_stream_of_another_length_while_a_long_one_streams() -> None:
-    """transformers_cb behind the server: a stream of another prompt length, sent while a
-    3,000-token stream runs, gets its own greedy tokens before that stream ends (it joined the
-    running batch); the long stream's client then leaves, and its request is cut and cancelled."""
+@pytest.mark.parametrize("generator", ["transformers_cb", "torch_rows"])
+def test_continuous_batching_serves_a_stream_of_another_length_while_a_long_one_streams(
+    generator,
+) -> None:
+    """A continuously batching engine behind the server: a stream of another prompt length,
+    sent while a 3,000-token stream runs, gets its own greedy tokens before that stream ends (it
+    joined the running batch); the long stream's client then leaves, and it is cut."""
     prompt = [3, 1, 4, 1, 5]
     limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_stream_s=60)
-    with server("transformers_cb", **limits) as running:
-        assert running.health["batching"] == "continuous (transformers_cb): up to 4 streams a step"
+    with server(generator, **limits) as running:
+        assert running.health["batching"].startswith(f"continuous ({generator}): up to 4 streams")
         url = f"{running.url}/generate"
         body = {"prompt": prompt, "max_tokens": 6}
         with httpx.stream("POST", url, json=body, timeout=60.0) as answer:

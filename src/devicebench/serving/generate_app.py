@@ -220,7 +220,10 @@ def load(args: argparse.Namespace) -> tuple[Any, Limits, dict[str, Any]]:
     batched = max(limits.max_batch, limits.max_batches) > 1
     if continuous:  # its own scheduler: streams of any length join between two steps
         batching = f"continuous ({engine.name}): up to {limits.max_batch} streams a step"
-    info |= {"limits": vars(limits), "batching": batching if batched or continuous else "none"}
+    if rowwise := hasattr(generator, "fill_row"):  # streams of any length, a cache row each
+        batching = f"continuous ({engine.name}): up to {generator.rows} streams, a row each"
+    batched = batched or continuous or rowwise
+    info |= {"limits": vars(limits), "batching": batching if batched else "none"}
     return generator, limits, info | engine.describe(options)
 
 

@@ -4,7 +4,9 @@ cut between two tokens when over its time or when its client left. With `max_bat
 the model thread steps up to that many batches in turn, a token each, and starts waiting streams
 as a new batch between two steps: a stream waits for a step, not for a whole batch to end. A
 generator that batches continuously itself (`submit`: transformers_cb) gets each stream as it
-opens, and the stream joins its running batch at the next step."""
+opens, and the stream joins its running batch at the next step; one with a row per stream
+(`fill_row`, `step`: torch_rows) gets waiting streams prefilled into its free rows between two
+steps."""
 
 from __future__ import annotations
 
@@ -101,6 +103,8 @@ class Streams:
         self.generator, self.limits, self.counts = generator, limits, counts
         self.pad = bool(getattr(generator, "static", False))
         self.continuous = hasattr(generator, "submit")  # it batches requests itself
+        self.rowwise = hasattr(generator, "fill_row")  # a row per stream, joining between steps
+        self.active: dict[int, list] = {}  # row -> [stream, tokens sent] (the model thread's)
         if limits.max_batches > 1 and not hasattr(generator, "steps"):
             name = getattr(generator, "name", type(generator).__name__)
             raise ValueError(
@@ -128,7 +132,8 @@ class Streams:
             self._submit(stream)
             return stream
         # one job per stream: none is left waiting
-        self.model_thread.submit(self._next_batch if self.limits.max_batches == 1 else self._turns)
+        job = self._next_batch if self.limits.max_batches == 1 else self._turns
+        self.model_thread.submit(self._rows if self.rowwise else job)
         return stream
 
     def _submit(self, stream: Stream) -> None:
@@ -157,6 +162,57 @@ class Streams:
         except Exception as error:  # noqa: BLE001 - the stream's last line says what failed
             self._fail([stream], error)
             self._close([stream])
+
+    def _rows(self) -> None:
+        """The model thread's loop while any row runs: waiting streams are prefilled into free
+        rows, then every row steps once and each stream gets its row's token."""
+        while True:
+            self._fill_rows()
+            if not self.active:
+                return
+            try:
+                tokens = self.generator.step()
+            except Exception as error:  # noqa: BLE001 - the streams' last line says what failed
+                streams = [stream for stream, _ in self.active.values()]
+                self._fail(streams, error)
+                self._close(streams)
+                self.active.clear()
+                continue
+            for row, held in list(self.active.items()):
+                stream = held[0]
+                self._send([stream], [tokens[row]])
+                held[1] += 1
+                if held[1] == stream.max_tokens and not stream.ended:
+                    self._finish([stream])
+                if stream.ended:
+                    del self.active[row]
+                    self._close([stream])
+
+    def _fill_rows(self) -> None:
+        """Prefills waiting streams (oldest first) into free rows, each its first token out."""
+        while len(self.active) < self.generator.rows:
+            with self.lock:
+                if not self.waiting:
+                    return
+                stream = self.waiting.pop(0)
+            if not self._going(stream):
+                self._close([stream])
+                continue
+            row = min(set(range(self.generator.rows)) - set(self.active))
+            try:
+                first = self.generator.fill_row(row, stream.prompt)
+            except Exception as error:  # noqa: BLE001 - the stream's last line says what failed
+                self._fail([stream], error)
+                self._close([stream])
+                continue
+            self._send([stream], [first])
+            if stream.max_tokens == 1 and not stream.ended:
+                self._finish([stream])
+            if stream.ended:
+                self._close([stream])
+                continue
+            self.active[row] = [stream, 1]
+            self.counts["largest_batch"] = max(self.counts["largest_batch"], len(self.active))
 
     def _take(self) -> list[Stream]:
         """The oldest waiting stream and those that can share its batch."""

@@ -257,7 +257,11 @@ class TextgenLlm(Workload):
             "prompt_len": (128, 1024, 2048),
             "output_len": (128, 1),
             "generator": (
-                "torch_eager", "torch_static", "openvino_genai", "llama_cpp", "transformers_cb",
+                "torch_eager",
+                "torch_static",
+                "openvino_genai",
+                "llama_cpp",
+                "transformers_cb",
             ),
         },
         modes=("generate",),

@@ -20,6 +20,7 @@ from devicebench.engines.generative.base import GenerativeEngine, GenerativeOpti
 class TorchOptions(GenerativeOptions):
     seed: int = 0
     max_cache_len: int = 0  # the static cache's positions (prompt + output)
+    max_batch: int = 1  # sequences at once (torch_rows: its cache rows)
 
 
 class TorchEager(GenerativeEngine):
