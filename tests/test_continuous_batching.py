@@ -172,3 +172,27 @@ def test_a_torch_rows_cell_times_a_batch_on_the_one_clock() -> None:
                                     "model": "llama-tiny"}) == (
         "engine torch_rows has no int4 path (it runs fp32, bf16, fp16)"
     )  # fmt: skip
+
+
+def test_row_attention_equals_transformers_sdpa_with_each_rows_mask() -> None:
+    """The decode step's grouped-head attention gives sdpa's output (repeated key/value heads,
+    the math kernel) for rows masked at different positions."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from devicebench.engines.generative._row_batch import row_attention
+
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(3, 8, 1, 16, generator=generator)
+    key, value = (torch.randn(3, 2, 10, 16, generator=generator) for _ in range(2))
+    seen = torch.arange(10)[None, :] <= torch.tensor([2, 9, 5])[:, None]
+    mask = torch.where(seen, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]
+
+    class Module:  # what sdpa reads of an attention module
+        num_key_value_groups, is_causal, training = 4, False, False
+
+    ours, _ = row_attention(Module(), query, key, value, mask, scaling=0.25)
+    theirs, _ = sdpa_attention_forward(Module(), query, key, value, mask, scaling=0.25)
+    assert ours.shape == theirs.shape == (3, 1, 8, 16)
+    assert torch.allclose(ours, theirs, atol=1e-5)
+    assert not torch.allclose(ours[0], ours[1])  # the masks differ, and so do the rows
