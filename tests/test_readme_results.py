@@ -288,3 +288,10 @@ def test_a_goodput_reads_its_rate_even_for_a_cell_said_before_and_the_other_devi
     (line,) = generation_lines(tmp_path)
     assert "no goodput: cpu:16t no_rate down to 1.62 requests/s (tables/generation.md" in line
     assert "goodput at the token bounds: none" not in line
+    # another GPU engine's search failed beside the goodput: each failure names its engine
+    served.append(gpu | dict(generator="transformers_cb", cell_id="t", serving_status="no_rate",
+                             goodput_qps=None, no_rate_down_to_qps=1.76))  # fmt: skip
+    pd.DataFrame(served).to_csv(tmp_path / "generation.csv", index=False)
+    (line,) = generation_lines(tmp_path)
+    said = "no goodput: cpu:16t openvino_genai no_rate down to 1.62 requests/s, cuda "
+    assert said + "transformers_cb no_rate down to 1.76 requests/s (tables/" in line

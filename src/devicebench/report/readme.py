@@ -268,7 +268,8 @@ def _unserved(served: pd.DataFrame, model: str, prompt: float, output: float) ->
     found = pd.to_numeric(mine["goodput_qps"], errors="coerce").notna()
     if found.all():
         return []
-    said = ", ".join(_search_status(r) for _, r in mine[~found].iterrows())
+    engines = mine["device_label"].duplicated().any()  # a device served by several engines
+    said = ", ".join(_search_status(r, engines) for _, r in mine[~found].iterrows())
     why = "tables/generation.md says why"
     if found.any():
         return [f"no goodput: {said}{_at_least(mine[found], mine[~found])} ({why})"]
@@ -290,11 +291,13 @@ def _at_least(found: pd.DataFrame, none: pd.DataFrame) -> str:
     )
 
 
-def _search_status(row: pd.Series) -> str:
-    """'cpu:16t no_rate down to 1.62 requests/s': a search's status, and for no_rate its floor."""
+def _search_status(row: pd.Series, engine: bool = False) -> str:
+    """'cpu:16t no_rate down to 1.62 requests/s': a search's status, and for no_rate its floor;
+    with `engine`, the device's engine after it ('cuda torch_static not_confirmed')."""
     floor = pd.to_numeric(row.get("no_rate_down_to_qps"), errors="coerce")
     down_to = f" down to {floor:,.3g} requests/s" if pd.notna(floor) else ""
-    return f"{row['device_label']} {row['serving_status']}{down_to}"
+    who = f"{row['device_label']} {row['generator']}" if engine else row["device_label"]
+    return f"{who} {row['serving_status']}{down_to}"
 
 
 def results_block(repo: Path) -> tuple[str, list[tuple[Path, Path]]]:
