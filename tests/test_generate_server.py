@@ -158,24 +158,31 @@ def test_waiting_streams_of_one_shape_generate_as_one_batch_each_its_own_tokens(
     assert counts["largest_batch"] == 4 and counts["ok"] == 9
 
 
+def during_a_long_stream(running, read_to_end: bool) -> tuple[list, list, dict, list]:
+    """A 6-token stream alone; the same while a 3,000-token stream of another prompt length
+    runs; the server's counts then; and the long stream's remaining lines (read to its end, or
+    none: its client leaves)."""
+    url = f"{running.url}/generate"
+    body = {"prompt": [3, 1, 4, 1, 5], "max_tokens": 6}
+    with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+        alone = lines(answer)
+    long = {"prompt": [1, 2], "max_tokens": 3000}
+    with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
+        items = busy.iter_lines()
+        next(items)
+        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
+            meanwhile = lines(answer)
+        during = running.stats()  # the long stream has not ended: two streams done
+        left = [json.loads(line) for line in items] if read_to_end else []
+    return alone, meanwhile, during, left
+
+
 def test_with_batches_in_turn_a_stream_is_served_while_a_long_one_streams() -> None:
     """--max-batches 2: a stream of another prompt length, sent while a 3,000-token stream
     runs, gets all its tokens (its own greedy ones) before that stream ends."""
-    prompt = [3, 1, 4, 1, 5]
     limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_batches=2)
     with server(**limits, max_stream_s=60) as running:
-        url = f"{running.url}/generate"
-        body = {"prompt": prompt, "max_tokens": 6}
-        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
-            alone = lines(answer)
-        long = {"prompt": [1, 2], "max_tokens": 3000}
-        with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
-            items = busy.iter_lines()
-            next(items)
-            with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
-                meanwhile = lines(answer)
-            during = running.stats()  # the long stream has not ended: two streams done
-            left = [json.loads(line) for line in items]
+        alone, meanwhile, during, left = during_a_long_stream(running, read_to_end=True)
         counts = running.stats()
     assert meanwhile == alone and alone[-1] == {"done": True, "tokens": 6}
     assert during["ok"] == 2 and during["batches_at_once"] == 2
@@ -283,21 +290,10 @@ def test_continuous_batching_serves_a_stream_of_another_length_while_a_long_one_
     """A continuously batching engine behind the server: a stream of another prompt length,
     sent while a 3,000-token stream runs, gets its own greedy tokens before that stream ends (it
     joined the running batch); the long stream's client then leaves, and it is cut."""
-    prompt = [3, 1, 4, 1, 5]
     limits = dict(max_prompt_tokens=8, max_new_tokens=3000, max_batch=4, max_stream_s=60)
     with server(generator, **limits) as running:
         assert running.health["batching"].startswith(f"continuous ({generator}): up to 4 streams")
-        url = f"{running.url}/generate"
-        body = {"prompt": prompt, "max_tokens": 6}
-        with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
-            alone = lines(answer)
-        long = {"prompt": [1, 2], "max_tokens": 3000}
-        with httpx.stream("POST", url, json=long, timeout=60.0) as busy:
-            items = busy.iter_lines()
-            next(items)
-            with httpx.stream("POST", url, json=body, timeout=60.0) as answer:
-                meanwhile = lines(answer)
-            during = running.stats()
+        alone, meanwhile, during, _ = during_a_long_stream(running, read_to_end=False)
         for _ in range(100):  # the long stream's client left: cut at its next token
             counts = running.stats()
             if counts["open_streams"] == 0:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from devicebench.engines.generative._torch_model import TorchModelFacts
 from devicebench.frameworks.generator import OnToken, Prefilled
 from devicebench.workloads import textgen_llm
 
@@ -79,7 +80,7 @@ class _Rows:
             return [row[count - 1] for row in self.rows]
 
 
-class ContinuousGreedy:
+class ContinuousGreedy(TorchModelFacts):
     """A causal LM generating on transformers' continuous batching manager (greedy)."""
 
     static = False  # no fixed shapes to pad a batch to
@@ -196,13 +197,3 @@ class ContinuousGreedy:
                 self.cancel(request)
             raise
         return [row[:max_new_tokens] for row in rows.rows]
-
-    def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device != "cuda":
-            return None
-        import torch
-
-        return torch.cuda.max_memory_allocated() / 2**20

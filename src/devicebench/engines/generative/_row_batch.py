@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from devicebench.engines.generative._torch_model import TorchModelFacts
 from devicebench.frameworks.generator import OnToken, Prefilled
 from devicebench.workloads import textgen_llm
 
@@ -94,7 +95,7 @@ class RowCache:
         self.positions[row] = length
 
 
-class RowBatch:
+class RowBatch(TorchModelFacts):
     """A causal LM decoding `rows` requests at once, each in its own cache row (greedy, EOS
     ignored), behind the Generator protocol and a row API for the server: `fill_row`, `step`."""
 
@@ -182,13 +183,3 @@ class RowBatch:
             for row, token in zip(out, tokens, strict=True):
                 row.append(token)
         return out
-
-    def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device != "cuda":
-            return None
-        import torch
-
-        return torch.cuda.max_memory_allocated() / 2**20

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from devicebench.engines.generative._torch_model import TorchModelFacts
 from devicebench.frameworks.generator import OnToken, Prefilled
 from devicebench.workloads import textgen_llm
 
 
-class TorchGreedy:
+class TorchGreedy(TorchModelFacts):
     """A transformers causal LM behind the Generator protocol (greedy decoding)."""
 
     def __init__(
@@ -138,16 +139,6 @@ class TorchGreedy:
         if (batch, slot) not in self._readers:
             self._readers[batch, slot] = _LateReader(batch)
         return self._readers[batch, slot].start()
-
-    def parameter_count(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
-    def peak_device_memory_mb(self) -> float | None:
-        if self.device != "cuda":
-            return None
-        import torch
-
-        return torch.cuda.max_memory_allocated() / 2**20
 
 
 class _LateReader:
