@@ -102,8 +102,7 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
     finally:  # a generator with threads of its own (transformers_cb) ends them
         if stop := getattr(generator, "stop", None):
             stop()
-    first_call_s, timings, energy, timed_start, timed_end = timed
-    summary = clock.summarize(timings)
+    first_call_s, timings, summary, energy, timed_start, timed_end = timed
     mark("run_done")
     shape = textgen_llm.shape(settings["model"])
     kv_full = bandwidth.kv_cache_bytes(
@@ -157,7 +156,8 @@ def run_generate(settings: dict[str, Any], data: dict[str, Any]) -> dict[str, An
 
 
 def _timed(generator: Any, prompts: list[list[int]], settings: dict[str, Any]) -> tuple:
-    """One untimed warm-up batch (it compiles), then the timed repetitions, each checked."""
+    """One untimed warm-up batch (it compiles), then the timed repetitions, each checked, and
+    their summary (clock.summarize) and energy."""
     prompt_len, output_len = int(settings["prompt_len"]), int(settings["output_len"])
     batch, device = int(settings["batch_size"]), str(settings["device"])
     started = time.perf_counter()
@@ -173,8 +173,9 @@ def _timed(generator: Any, prompts: list[list[int]], settings: dict[str, Any]) -
         timings.append(timing)
         print(f"[generate] repetition {repetition + 1}: {timing.total_s:.3f} s", flush=True)
     timed_end = time.time()
-    energy = meter.stop(clock.summarize(timings)["output_tokens"])
-    return first_call_s, timings, energy, timed_start, timed_end
+    summary = clock.summarize(timings)
+    energy = meter.stop(summary["output_tokens"])
+    return first_call_s, timings, summary, energy, timed_start, timed_end
 
 
 def _weights(model: str) -> str:

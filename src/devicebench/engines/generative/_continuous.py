@@ -83,8 +83,6 @@ class _Rows:
 class ContinuousGreedy(TorchModelFacts):
     """A causal LM generating on transformers' continuous batching manager (greedy)."""
 
-    static = False  # no fixed shapes to pad a batch to
-
     def __init__(
         self, model: Any, device: str, *, max_batch: int, max_cache_len: int,
         max_batch_tokens: int, cuda_graphs: bool | None = None,

@@ -99,8 +99,6 @@ class RowBatch(TorchModelFacts):
     """A causal LM decoding `rows` requests at once, each in its own cache row (greedy, EOS
     ignored), behind the Generator protocol and a row API for the server: `fill_row`, `step`."""
 
-    static = False  # rows join one at a time: no batch is padded to a compiled shape
-
     def __init__(self, model: Any, device: str, *, rows: int, max_cache_len: int) -> None:
         import torch
 

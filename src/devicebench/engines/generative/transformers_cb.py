@@ -34,7 +34,7 @@ class TransformersContinuous(GenerativeEngine):
     formats = ("fp32", "bf16", "fp16")
     Options = ContinuousOptions
     continuous = True
-    description = "transformers continuous batching (paged KV cache; CUDA graphs on a GPU)"
+    description = "transformers continuous batching (paged KV cache)"  # the hint: CUDA graphs
 
     def load(self, model: str | Path, options: GenerativeOptions) -> ContinuousGreedy:
         from devicebench.workloads import textgen_llm
