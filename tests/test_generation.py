@@ -128,6 +128,28 @@ def test_random_weights_are_seeded_normals_on_the_target_dtype() -> None:
     assert textgen_llm.weight_bytes(a) == textgen_llm.shape("llama-tiny").parameters * 2
 
 
+def test_the_cpu_draw_is_the_same_at_any_thread_count_and_each_chunk_its_own(monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(textgen_llm, "DRAW_CHUNK", 1000)  # several chunks in a small tensor
+
+    def drawn(threads: int, seed: int) -> torch.Tensor:
+        tensor = torch.empty(2500, dtype=torch.bfloat16)
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            textgen_llm._fill_normal([(7, tensor)], 0.02, seed)
+        finally:
+            torch.set_num_threads(previous)
+        return tensor
+
+    one, two = drawn(1, seed=5), drawn(2, seed=5)
+    assert torch.equal(one, two)
+    assert float(one.float().std()) == pytest.approx(0.02, rel=0.1)
+    assert not torch.equal(one[:500], one[1000:1500])  # a generator per chunk, seeded apart
+    assert not torch.equal(one, drawn(2, seed=6))
+
+
 def test_eager_and_static_cache_loops_generate_the_same_greedy_tokens() -> None:
     from devicebench.engines.generative._torch_loop import TorchGreedy
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from devicebench.cache_dirs import cache_folder, user_cache
 
-WRITER_VERSION = 2  # bump when the written file changes: cached files of older versions are stale
+WRITER_VERSION = 3  # bump when the written file changes: cached files of older versions are stale
 # GGUF file types by name -> llama.cpp's llama_ftype (what `llama_model_quantize` is asked for)
 FILE_TYPES = {"F32": 0, "F16": 1, "BF16": 32, "Q8_0": 7, "Q4_0": 2}
 LAYER_TENSORS = {
