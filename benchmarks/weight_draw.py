@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""Benchmark: drawing a random-weight Llama's weights on the CPU, torch's one-thread `normal_`
-against the workload's chunked draw on every core (textgen_llm._fill_normal).
+"""Benchmark: a random-weight Llama drawn on the CPU on one thread against all cores, and what
+each model then decodes.
 
-    python benchmarks/weight_draw.py [--model llama-1b] [--precision bf16]
+    python benchmarks/weight_draw.py [--model llama-1b] [--precision bf16] [--decode 32]
 
-Both fill the same parameters of one built model in turn, twice each alternated; prints the
-seconds of each and their ratio, and whether the chunked draw is the same at one thread as at all.
+The workload's chunked draw (textgen_llm._fill_normal) gives the same weights at any thread
+count, so the two models differ only in where their pages were first touched: by one thread (as
+torch's one-thread `normal_` touched them before 2026-12-01) or by all. Each is drawn fresh, in
+turn, `--runs` times; after each draw, one prompt of 128 tokens is decoded `--decode` tokens
+greedily (torch eager, batch 1). Prints the draw's seconds and the decode's tokens/s per thread
+count, and whether both decoded the same tokens.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -18,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from devicebench.engines.generative._torch_loop import TorchGreedy  # noqa: E402
+from devicebench.frameworks.generator import time_generation  # noqa: E402
 from devicebench.workloads import textgen_llm  # noqa: E402
 
 
@@ -27,42 +34,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="llama-1b")
     parser.add_argument("--precision", default="bf16")
+    parser.add_argument("--decode", type=int, default=32, help="tokens decoded after each draw")
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
-    model = textgen_llm.build_model(args.model, "cpu", args.precision, seed=0)
-    std = model.config.initializer_range
-    parameters = [
-        (index, parameter)
-        for index, (name, parameter) in enumerate(model.named_parameters())
-        if not name.endswith("norm.weight")
-    ]
-    count = sum(parameter.numel() for _, parameter in parameters)
-    times: dict[str, list[float]] = {"torch normal_ (one thread)": [], "chunked, all cores": []}
-    with torch.no_grad():
-        for _ in range(args.runs):
+    config = textgen_llm.model_config(args.model)
+    dtype = getattr(torch, textgen_llm.DTYPES[args.precision])
+    every = torch.get_num_threads()
+    prompt = [[(7 * j) % 1000 + 1 for j in range(128)]]
+    draws: dict[int, list[float]] = {1: [], every: []}
+    rates: dict[int, list[float]] = {1: [], every: []}
+    tokens: dict[int, list[list[int]]] = {}
+    for _ in range(args.runs):
+        for threads in draws:
             start = time.perf_counter()
-            for _, parameter in parameters:
-                parameter.normal_(0.0, std)
-            times["torch normal_ (one thread)"].append(time.perf_counter() - start)
-            start = time.perf_counter()
-            textgen_llm._fill_normal(parameters, std, 0)
-            times["chunked, all cores"].append(time.perf_counter() - start)
-        first = parameters[0][1].clone()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        textgen_llm._fill_normal(parameters[:1], std, 0)
-        torch.set_num_threads(threads)
-        same = torch.equal(first, parameters[0][1])
-    print(f"{args.model} {args.precision}: {count:,} weights, {threads} threads")
-    print("| draw | median s | weights/s |")
-    print("|---|---:|---:|")
-    for label, values in times.items():
-        median = statistics.median(values)
-        print(f"| {label} | {median:.2f} | {count / median:.3g} |")
-    ratio = statistics.median(times["torch normal_ (one thread)"]) / statistics.median(
-        times["chunked, all cores"]
-    )
-    print(f"\nchunked draw {ratio:.1f}x faster; same weights at 1 thread as at {threads}: {same}")
+            model = textgen_llm._drawn(config, "cpu", dtype, 0, threads).eval()
+            draws[threads].append(time.perf_counter() - start)
+            generator = TorchGreedy(model, "cpu", static=False, compile=False)
+            timing = time_generation(generator, prompt, args.decode)
+            rates[threads].append(1.0 / (timing.time_per_output_token_s or float("inf")))
+            tokens[threads] = timing.tokens
+            del model, generator
+            gc.collect()
+    print(f"{args.model} {args.precision}: {torch.get_num_threads()} threads decode")
+    print("| drawn on | draw s (median) | decode tokens/s (median) | runs |")
+    print("|---|---:|---:|---|")
+    for threads in draws:
+        runs = ", ".join(f"{rate:.2f}" for rate in rates[threads])
+        print(
+            f"| {threads} thread(s) | {statistics.median(draws[threads]):.1f} | "
+            f"{statistics.median(rates[threads]):.2f} | {runs} |"
+        )
+    same = tokens[1] == tokens[every]
+    print(f"\nthe same greedy tokens from both draws: {same}")
     return 0 if same else 1
 
 

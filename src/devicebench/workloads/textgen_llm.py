@@ -190,11 +190,11 @@ def _from_gguf(model: str) -> Any:
     return built
 
 
-def _drawn(config: Any, device: str, dtype: Any, seed: int) -> Any:
+def _drawn(config: Any, device: str, dtype: Any, seed: int, threads: int = 0) -> Any:
     """A Llama of `config` with seeded normal(0, initializer_range) weights and unit norms, drawn
     once: built with initialisation off (torch's kaiming_uniform_ of every Linear, then
     transformers' normal_, cost 56 s for the 1B on the H200 host's CPU), then filled as Llama's
-    `_init_weights` fills it (on the CPU by `_fill_normal`)."""
+    `_init_weights` fills it (on the CPU by `_fill_normal`, on `threads`: 0 all)."""
     import torch
     from transformers import LlamaForCausalLM
     from transformers.initialization import no_init_weights
@@ -211,17 +211,20 @@ def _drawn(config: Any, device: str, dtype: Any, seed: int) -> Any:
                 drawn.append((index, parameter))
             else:
                 parameter.normal_(0.0, config.initializer_range)
-        _fill_normal(drawn, config.initializer_range, seed)
+        _fill_normal(drawn, config.initializer_range, seed, threads)
     return built
 
 
 DRAW_CHUNK = 1 << 22  # elements one generator fills: the draw is the same at any thread count
 
 
-def _fill_normal(parameters: list[tuple[int, Any]], std: float, seed: int) -> None:
-    """Fills each (index, tensor) with normal(0, std) on every core, a chunk of DRAW_CHUNK
-    elements per generator seeded from (seed, index, chunk). torch's CPU `normal_` draws on one
-    thread: the 8B's eight billion weights took 240 s of a cell on the H200 host's 16 cores."""
+def _fill_normal(
+    parameters: list[tuple[int, Any]], std: float, seed: int, threads: int = 0
+) -> None:
+    """Fills each (index, tensor) with normal(0, std) on `threads` (0: torch's, every core), a
+    chunk of DRAW_CHUNK elements per generator seeded from (seed, index, chunk). torch's CPU
+    `normal_` draws on one thread: the 8B's eight billion weights took 200-240 s of a cell on
+    the H200 host's 16 cores, 16 s drawn so (machine 22, 2026-12-01)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -238,7 +241,7 @@ def _fill_normal(parameters: list[tuple[int, Any]], std: float, seed: int) -> No
         for index, tensor in parameters
         for number, chunk in enumerate(tensor.view(-1).split(DRAW_CHUNK))
     ]
-    threads = max(1, torch.get_num_threads())
+    threads = threads or max(1, torch.get_num_threads())
     count = sum(tensor.numel() for _, tensor in parameters)
     print(f"[llm] drawing {count:,} weights (seed {seed}) on {threads} threads", flush=True)
     with ThreadPoolExecutor(threads) as pool:
