@@ -230,6 +230,9 @@ def _fill_normal(
     import numpy as np
     import torch
 
+    if not parameters:  # a GPU's model: drawn there by `normal_`
+        return
+
     def fill(job: tuple[Any, int, int]) -> None:
         chunk, index, number = job
         state = np.random.SeedSequence((seed, index, number)).generate_state(1, np.uint64)[0]
