@@ -55,7 +55,7 @@ def main() -> int:
             tokens[threads] = timing.tokens
             del model, generator
             gc.collect()
-    print(f"{args.model} {args.precision}: {torch.get_num_threads()} threads decode")
+    print(f"{args.model} {args.precision}: {every} threads decode")
     print("| drawn on | draw s (median) | decode tokens/s (median) | runs |")
     print("|---|---:|---:|---|")
     for threads in draws:

@@ -135,12 +135,7 @@ def test_the_cpu_draw_is_the_same_at_any_thread_count_and_each_chunk_its_own(mon
 
     def drawn(threads: int, seed: int) -> torch.Tensor:
         tensor = torch.empty(2500, dtype=torch.bfloat16)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            textgen_llm._fill_normal([(7, tensor)], 0.02, seed)
-        finally:
-            torch.set_num_threads(previous)
+        textgen_llm._fill_normal([(7, tensor)], 0.02, seed, threads)
         return tensor
 
     one, two = drawn(1, seed=5), drawn(2, seed=5)
